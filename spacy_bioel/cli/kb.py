@@ -1,0 +1,62 @@
+"""`kb build` and `kb stats`."""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ._app import kb_app, setup_logging, split_csv, write_json
+
+logger = logging.getLogger(__name__)
+
+
+@kb_app.command("build")
+def kb_build(
+    fmt: str = typer.Argument(..., help="medic | ctd | obo | scispacy | umls | askapatient"),
+    inputs: List[Path] = typer.Argument(..., help="Input file(s) or the UMLS META directory"),
+    output: Path = typer.Argument(..., help="Output KB file (.bioelkb)"),
+    prefixes: str = typer.Option("", "--prefixes", help="obo: keep ids with these prefixes (comma-separated, e.g. HP:)"),
+    scopes: str = typer.Option("EXACT,RELATED,BROAD,NARROW", "--scopes", help="obo: synonym scopes to keep"),
+    languages: str = typer.Option("ENG", "--languages", help="umls: MRCONSO LAT values"),
+    sources: str = typer.Option("", "--sources", help="umls: SAB values (default all)"),
+    include_suppressed: bool = typer.Option(False, "--include-suppressed", help="umls: keep suppressible names"),
+    name: Optional[str] = typer.Option(None, "--name", help="KB label for reports"),
+    verbose: bool = typer.Option(False, "--verbose", "-V"),
+) -> None:
+    """Load a vocabulary in any supported format and save it as a binary KB."""
+    from ..kb.loaders import load_kb
+
+    setup_logging(verbose)
+    kwargs = {}
+    if fmt == "obo":
+        kwargs = {"prefixes": split_csv(prefixes) or None, "synonym_scopes": split_csv(scopes)}
+    elif fmt == "umls":
+        kwargs = {"languages": tuple(split_csv(languages)), "sources": split_csv(sources) or None,
+                  "include_suppressed": include_suppressed}
+    if name:
+        kwargs["name"] = name
+    start = time.perf_counter()
+    kb = load_kb(fmt, inputs, **kwargs)
+    seconds = time.perf_counter() - start
+    kb.to_disk(output)
+    stats = kb.stats()
+    stats["load_seconds"] = round(seconds, 2)
+    write_json(output.with_suffix(".stats.json"), {"name": kb.name, "format": fmt, **stats,
+                                                   "meta": kb.meta})
+    typer.echo(f"Saved {kb!r} to {output} ({output.stat().st_size / 1e6:.1f} MB, "
+               f"loaded in {seconds:.1f}s)")
+    typer.echo(json.dumps(stats, indent=2))
+
+
+@kb_app.command("stats")
+def kb_stats(path: Path = typer.Argument(..., help="A KB file written by `kb build`")) -> None:
+    """Print a KB's counts."""
+    from ..kb.knowledge_base import KnowledgeBase
+
+    kb = KnowledgeBase.from_disk(path)
+    typer.echo(f"{kb!r}")
+    typer.echo(json.dumps(kb.stats(), indent=2))

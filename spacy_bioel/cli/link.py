@@ -1,0 +1,78 @@
+"""`link`: link the [bracketed] mentions of a text and print concept, name, score."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import typer
+
+from ._app import app, setup_logging
+
+SAMPLE_TEXT = (
+    "Germline mutations of the APC gene cause [familial adenomatous polyposis] (FAP), "
+    "an autosomal dominant predisposition to [colorectal carcinomas]. Some carriers also "
+    "develop [desmoid tumours], and a few present with [hepatoblastoma] in childhood; "
+    "[type II diabetes] and [heart attack] were recorded as comorbidities."
+)
+DEFAULT_KB = Path(__file__).resolve().parent.parent / "assets" / "doid.bioelkb"
+_BRACKETED = re.compile(r"\[([^\[\]]+)\]")
+
+
+def parse_bracketed(text: str) -> Tuple[str, List[Tuple[int, int]]]:
+    """Remove [brackets] from `text` and return the plain text with the
+    character spans of the bracketed mentions."""
+    plain: List[str] = []
+    spans: List[Tuple[int, int]] = []
+    position = 0
+    cursor = 0
+    for match in _BRACKETED.finditer(text):
+        plain.append(text[cursor:match.start()])
+        position += match.start() - cursor
+        mention = match.group(1)
+        spans.append((position, position + len(mention)))
+        plain.append(mention)
+        position += len(mention)
+        cursor = match.end()
+    plain.append(text[cursor:])
+    return "".join(plain), spans
+
+
+@app.command("link")
+def link(
+    text: str = typer.Argument(SAMPLE_TEXT, help="Text whose mentions are in [brackets]"),
+    kb_path: Path = typer.Option(DEFAULT_KB, "--kb", help="KB file (default: the embedded Disease Ontology KB)"),
+    linker: str = typer.Option("tfidf", "--linker", help="tfidf | exact"),
+    top: int = typer.Option(3, "--top", help="Candidates shown per mention"),
+) -> None:
+    """Link the bracketed mentions of TEXT against a KB and print each one's
+    concept id, canonical name and score (plus runner-up candidates)."""
+    import spacy
+    from spacy.tokens import Span
+
+    from ..corpora.documents import tokens_aligned_to
+    from ..kb.knowledge_base import KnowledgeBase
+
+    setup_logging()
+    kb = KnowledgeBase.from_disk(kb_path)
+    plain, spans = parse_bracketed(text)
+    nlp = spacy.blank("en")
+    doc = tokens_aligned_to(nlp, plain, [b for s in spans for b in s])
+    doc.ents = [doc.char_span(s, e, label="MENTION") for s, e in spans]
+    if linker == "exact":
+        from ..index.exact import ExactMatchCandidates
+        generator = ExactMatchCandidates(kb)
+    else:
+        from ..index.sparse import TfidfCandidates
+        generator = TfidfCandidates(kb, progress=False)
+    candidates = generator([e.text for e in doc.ents], k=max(top, 1))
+    typer.echo(f"KB: {kb.name} ({len(kb)} concepts); linker: {linker}\n")
+    typer.echo(f"{'mention':32} {'concept id':14} {'score':>6}  canonical name")
+    for ent, ranked in zip(doc.ents, candidates):
+        if not ranked:
+            typer.echo(f"{ent.text[:32]:32} {'NIL':14} {'-':>6}  (no candidate)")
+            continue
+        concept_id, score = ranked[0]
+        typer.echo(f"{ent.text[:32]:32} {concept_id:14} {score:6.3f}  {kb[concept_id].canonical_name}")
+        for runner_id, runner_score in ranked[1:top]:
+            typer.echo(f"{'':32} {runner_id:14} {runner_score:6.3f}  {kb[runner_id].canonical_name}")

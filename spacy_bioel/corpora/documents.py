@@ -1,0 +1,212 @@
+"""Source-independent mention/document records, the conversion report and the
+Doc builder that guarantees every gold mention aligns with tokens."""
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from spacy.language import Language
+from spacy.tokens import Doc, Span
+
+from ..kb.knowledge_base import NIL, KnowledgeBase
+
+logger = logging.getLogger(__name__)
+
+OVERLAPS_SPANS_KEY = "bioel_overlaps"
+DOC_ID_KEY = "bioel_doc_id"
+COMPOSITE_SEPARATORS = ("|", "+")
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A gold mention: character offsets, text, type and gold concept id(s).
+
+    concept_ids (Tuple[str, ...]): Atomic ids; empty for NIL.
+    composite (str): '' for one id, '|' for alternatives, '+' for a conjunction.
+    line (int): Source line, for messages.
+    """
+
+    start: int
+    end: int
+    text: str
+    label: str
+    concept_ids: Tuple[str, ...]
+    composite: str = ""
+    line: int = 0
+
+    @property
+    def kb_id(self) -> str:
+        """RETURNS (str): The `Span.kb_id_` string: 'NIL', 'D1', 'D1|D2' or 'D1+D2'."""
+        if not self.concept_ids:
+            return NIL
+        return (self.composite or "|").join(self.concept_ids)
+
+
+@dataclass
+class SourceDocument:
+    doc_id: str
+    text: str
+    mentions: List[Mention] = field(default_factory=list)
+    line: int = 0
+
+
+class ConversionReport:
+    """Counts (and a few examples) of everything a converter kept, repaired or
+    skipped; written as JSON next to the converted corpus."""
+
+    def __init__(self, source: str = "") -> None:
+        self.source = source
+        self.counts: Counter = Counter()
+        self.examples: Dict[str, List[str]] = {}
+
+    def add(self, kind: str, example: Optional[str] = None, n: int = 1) -> None:
+        self.counts[kind] += n
+        if example is not None:
+            bucket = self.examples.setdefault(kind, [])
+            if len(bucket) < 10:
+                bucket.append(example)
+
+    def merge(self, other: "ConversionReport") -> None:
+        self.counts.update(other.counts)
+        for kind, examples in other.examples.items():
+            bucket = self.examples.setdefault(kind, [])
+            bucket.extend(examples[: max(0, 10 - len(bucket))])
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"source": self.source, "counts": dict(sorted(self.counts.items())),
+                "examples": self.examples}
+
+
+def parse_gold_ids(raw: str) -> Tuple[Tuple[str, ...], str]:
+    """Split a gold id field into atomic ids and the composite kind.
+
+    '-1' parts mean "no concept" and are dropped; an id field of only '-1'
+    (or 'NIL') is NIL. Whitespace is stripped.
+    RETURNS (Tuple[Tuple[str, ...], str]): (ids, '' | '|' | '+').
+    """
+    value = raw.strip()
+    composite = ""
+    parts = [value]
+    for separator in COMPOSITE_SEPARATORS:
+        if separator in value:
+            composite = separator
+            parts = value.replace("+" if separator == "|" else "|", separator).split(separator)
+            break
+    ids = tuple(p.strip() for p in parts if p.strip() and p.strip() not in ("-1", NIL))
+    if len(ids) < 2:
+        composite = ""
+    return ids, composite
+
+
+def split_gold_ids(kb_id: str) -> Tuple[str, ...]:
+    """RETURNS (Tuple[str, ...]): the atomic ids of a `Span.kb_id_` ('' or NIL: ())."""
+    if not kb_id or kb_id == NIL:
+        return ()
+    return parse_gold_ids(kb_id)[0]
+
+
+def normalize_mention_ids(mention: Mention, kb: Optional[KnowledgeBase], missing: str,
+                          report: ConversionReport, where: str) -> Optional[Mention]:
+    """Resolve a mention's ids against the KB under the `missing` policy.
+
+    missing (str): 'keep' (keep unknown ids as written, counted), 'nil'
+        (drop unknown ids; a mention left without ids becomes NIL, counted) or
+        'error' (raise E055).
+    """
+    from ..errors import CorpusFormatError, Errors
+
+    if kb is None or not mention.concept_ids:
+        return mention
+    resolved: List[str] = []
+    for concept_id in mention.concept_ids:
+        primary = kb.resolve(concept_id)
+        if primary is None:
+            report.add("ids_missing_from_kb", f"{where}: {concept_id}")
+            if missing == "error":
+                raise CorpusFormatError(Errors.E055.format(path=where.rsplit(":", 1)[0],
+                                                           line=mention.line, concept_id=concept_id))
+            if missing == "keep":
+                resolved.append(concept_id)
+        else:
+            if primary != concept_id:
+                report.add("ids_resolved_to_primary", f"{concept_id}->{primary}")
+            resolved.append(primary)
+    deduped = tuple(dict.fromkeys(resolved))
+    if not deduped:
+        report.add("mentions_relabelled_nil", f"{where}: {mention.text}")
+    composite = mention.composite if len(deduped) > 1 else ""
+    return Mention(mention.start, mention.end, mention.text, mention.label, deduped, composite,
+                   mention.line)
+
+
+def tokens_aligned_to(nlp: Language, text: str, boundaries: Iterable[int]) -> Doc:
+    """Tokenise `text` so that every offset in `boundaries` is a token boundary.
+
+    The text is cut at the boundaries, each piece is tokenised with the
+    pipeline's tokenizer, and the pieces are joined; `doc.text == text` holds.
+    """
+    cuts = sorted({b for b in boundaries if 0 < b < len(text)})
+    words: List[str] = []
+    spaces: List[bool] = []
+    previous = 0
+    for cut in cuts + [len(text)]:
+        piece = text[previous:cut]
+        previous = cut
+        if not piece:
+            continue
+        for token in nlp.tokenizer(piece):
+            words.append(token.text)
+            spaces.append(bool(token.whitespace_))
+    doc = Doc(nlp.vocab, words=words, spaces=spaces)
+    if doc.text != text:  # pragma: no cover - guarded invariant
+        raise AssertionError("tokenisation changed the document text")
+    return doc
+
+
+def build_doc(nlp: Language, document: SourceDocument, report: ConversionReport) -> Doc:
+    """Make a Doc whose `ents` carry the mentions (label = type, kb_id_ = gold id).
+
+    Mentions that overlap an earlier (longer-first) mention cannot be
+    `doc.ents` entries; they go to `doc.spans['bioel_overlaps']` and are counted.
+    """
+    boundaries = [b for m in document.mentions for b in (m.start, m.end)]
+    doc = tokens_aligned_to(nlp, document.text, boundaries)
+    doc.user_data[DOC_ID_KEY] = document.doc_id
+    ordered = sorted(document.mentions, key=lambda m: (m.start, -(m.end - m.start)))
+    ents: List[Span] = []
+    overlaps: List[Span] = []
+    last_end = -1
+    for mention in ordered:
+        span = doc.char_span(mention.start, mention.end, label=mention.label, kb_id=mention.kb_id)
+        if span is None:  # pragma: no cover - tokens_aligned_to guarantees alignment
+            raise AssertionError(f"unaligned span {mention}")
+        if mention.start < last_end:
+            overlaps.append(span)
+            report.add("overlapping_mentions", f"{document.doc_id}:{mention.start}-{mention.end}")
+            continue
+        ents.append(span)
+        last_end = mention.end
+    doc.ents = ents
+    if overlaps:
+        doc.spans[OVERLAPS_SPANS_KEY] = overlaps
+    report.add("documents")
+    report.add("mentions", n=len(ents))
+    report.add("nil_mentions", n=sum(1 for e in ents if e.kb_id_ == NIL))
+    report.add("composite_mentions", n=sum(1 for e in ents if len(split_gold_ids(e.kb_id_)) > 1))
+    return doc
+
+
+def single_mention_doc(nlp: Language, doc_id: str, text: str, label: str, kb_id: str) -> Doc:
+    """A doc whose one entity spans its whole (stripped) text: a normalisation query."""
+    text = text.strip()
+    doc = nlp.make_doc(text)
+    doc.user_data[DOC_ID_KEY] = doc_id
+    doc.ents = [Span(doc, 0, len(doc), label=label, kb_id=kb_id)]
+    return doc
+
+
+__all__ = ["Mention", "SourceDocument", "ConversionReport", "parse_gold_ids", "split_gold_ids",
+           "normalize_mention_ids", "tokens_aligned_to", "build_doc", "single_mention_doc",
+           "OVERLAPS_SPANS_KEY", "DOC_ID_KEY"]

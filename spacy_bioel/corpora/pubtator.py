@@ -1,0 +1,181 @@
+"""PubTator reader (NCBI Disease, BC5CDR, ...) -> Docs with gold concept ids.
+
+Policies (each counted in the ConversionReport, none silent):
+* composite mentions: '|' alternatives and '+' conjunctions keep one span
+  whose kb_id_ lists the atomic ids ('D1|D2', 'D1+D2'); evaluation accepts any
+  of them (BioSyn's protocol). The optional 7th column of BC5CDR (individual
+  mentions of a composite) has no offsets and is counted, not used.
+* '-1' ids: 'NIL'.
+* ids missing from the KB: `missing` = 'keep' | 'nil' | 'error'.
+* offsets whose text differs from the mention: whitespace-only differences
+  are accepted (offsets that cover surrounding whitespace are trimmed to the
+  text, counted as 'mention_whitespace_trimmed'); otherwise the mention is
+  searched for within `repair_window` characters and moved there; if not found, `misaligned` = 'error' | 'skip'.
+* relation lines (CID) are counted and skipped; mentions of types not in
+  `types` are counted and skipped; duplicate document ids are kept (warned).
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+from spacy.language import Language
+from spacy.tokens import Doc
+from tqdm import tqdm
+
+from ..errors import CorpusFormatError, Errors, Warnings, warn
+from ..kb.io import iter_lines
+from ..kb.knowledge_base import KnowledgeBase
+from .documents import (ConversionReport, Mention, SourceDocument, build_doc,
+                        normalize_mention_ids, parse_gold_ids)
+
+logger = logging.getLogger(__name__)
+
+
+def read_pubtator(path: Union[str, Path], report: Optional[ConversionReport] = None
+                  ) -> Iterator[SourceDocument]:
+    """Parse a PubTator file into SourceDocuments (offsets not yet checked).
+
+    Text is `title + ' ' + abstract`, the convention of the PubTator offsets.
+    Raises E050 for a malformed line and E052 for an annotation before its text.
+    """
+    report = report if report is not None else ConversionReport(str(path))
+    current: Optional[SourceDocument] = None
+    title: Optional[str] = None
+    for number, line in iter_lines(path):
+        if not line.strip():
+            continue
+        if "\t" not in line and "|" in line:
+            parts = line.split("|", 2)
+            if len(parts) != 3 or parts[1] not in ("t", "a"):
+                raise CorpusFormatError(Errors.E050.format(path=path, line=number, what="text line",
+                                                           problem=f"'{line[:40]}'"))
+            doc_id, kind, text = parts
+            if kind == "t":
+                if current is not None:
+                    yield current
+                current = SourceDocument(doc_id, text, [], number)
+                title = text
+            else:
+                if current is None or current.doc_id != doc_id:
+                    raise CorpusFormatError(Errors.E050.format(
+                        path=path, line=number, what="abstract line",
+                        problem=f"abstract of {doc_id} without its title line"))
+                current.text = f"{title} {text}"
+            continue
+        fields = line.split("\t")
+        if len(fields) == 4 and not fields[1].isdigit():
+            report.add("relation_lines")
+            continue
+        if len(fields) not in (6, 7) or not fields[1].isdigit() or not fields[2].isdigit():
+            raise CorpusFormatError(Errors.E050.format(path=path, line=number, what="annotation",
+                                                       problem=f"{len(fields)} tab-separated fields"))
+        if not fields[3].strip():
+            raise CorpusFormatError(Errors.E050.format(path=path, line=number, what="annotation",
+                                                       problem="empty mention text"))
+        if current is None or current.doc_id != fields[0]:
+            raise CorpusFormatError(Errors.E052.format(path=path, line=number, doc_id=fields[0]))
+        ids, composite = parse_gold_ids(fields[5])
+        if len(fields) == 7:
+            report.add("composite_individual_mention_columns", f"line {number}: {fields[6]}")
+        current.mentions.append(Mention(int(fields[1]), int(fields[2]), fields[3], fields[4],
+                                        ids, composite, number))
+    if current is not None:
+        yield current
+
+
+def _align(document: SourceDocument, mention: Mention, path: Union[str, Path], window: int,
+           misaligned: str, report: ConversionReport) -> Optional[Mention]:
+    from ..errors import Errors as E
+
+    text = document.text
+    if mention.start >= mention.end or mention.end > len(text) or mention.start < 0:
+        raise CorpusFormatError(E.E058.format(path=f"{path}, line {mention.line}",
+                                              start=mention.start, end=mention.end,
+                                              length=len(text)))
+    found = text[mention.start:mention.end]
+    if found == mention.text or found.strip() == mention.text.strip():
+        if found != mention.text:
+            report.add("mention_whitespace_differs", f"line {mention.line}: {mention.text!r}")
+        stripped = found.strip()
+        if stripped == found:
+            return mention
+        # Offsets that include surrounding whitespace cannot be token boundaries:
+        # trim them to the mention's text (counted).
+        start = mention.start + len(found) - len(found.lstrip())
+        report.add("mention_whitespace_trimmed",
+                   f"line {mention.line}: {mention.start}-{mention.end}->"
+                   f"{start}-{start + len(stripped)}")
+        return Mention(start, start + len(stripped), stripped, mention.label,
+                       mention.concept_ids, mention.composite, mention.line)
+    target = mention.text.strip()
+    lo = max(0, mention.start - window)
+    hits = []
+    position = text.find(target, lo)
+    while position != -1 and position <= mention.start + window:
+        hits.append(position)
+        position = text.find(target, position + 1)
+    if hits:
+        best = min(hits, key=lambda p: abs(p - mention.start))
+        report.add("offsets_repaired", f"line {mention.line}: {mention.start}->{best}")
+        return Mention(best, best + len(target), target, mention.label, mention.concept_ids,
+                       mention.composite, mention.line)
+    if misaligned == "skip":
+        report.add("misaligned_mentions_skipped", f"line {mention.line}: {mention.text!r}")
+        return None
+    raise CorpusFormatError(E.E051.format(path=path, line=mention.line, mention=mention.text,
+                                          start=mention.start, end=mention.end, found=found))
+
+
+def convert_pubtator(nlp: Language, path: Union[str, Path], *,
+                     types: Optional[Sequence[str]] = None, kb: Optional[KnowledgeBase] = None,
+                     missing: str = "keep", misaligned: str = "error", repair_window: int = 50,
+                     progress: bool = True) -> Tuple[List[Doc], ConversionReport]:
+    """Convert a PubTator file to Docs.
+
+    nlp (Language): Provides the tokenizer and vocab (e.g. spacy.blank('en')).
+    path (Union[str, Path]): The PubTator file (plain or .gz).
+    types (Optional[Sequence[str]]): Entity types to keep (None: all).
+    kb (Optional[KnowledgeBase]): Resolve alt ids to primary ids and check coverage.
+    missing (str): Policy for ids missing from the KB: 'keep', 'nil' or 'error'.
+    misaligned (str): Policy for unrepairable offsets: 'error' or 'skip'.
+    RETURNS (Tuple[List[Doc], ConversionReport]): The docs and what was done.
+    """
+    report = ConversionReport(str(path))
+    keep_types = set(types) if types else None
+    docs: List[Doc] = []
+    seen_ids: Dict[str, int] = {}
+    for document in tqdm(read_pubtator(path, report), desc=f"PubTator {Path(path).name}",
+                         unit=" docs", disable=not progress):
+        if document.doc_id in seen_ids:
+            report.add("duplicate_document_ids", document.doc_id)
+            warn(Warnings.W003.format(doc_id=document.doc_id, path=path, line=document.line))
+        seen_ids[document.doc_id] = document.line
+        kept: List[Mention] = []
+        for mention in document.mentions:
+            if keep_types is not None and mention.label not in keep_types:
+                report.add(f"skipped_type:{mention.label}")
+                continue
+            aligned = _align(document, mention, path, repair_window, misaligned, report)
+            if aligned is None:
+                continue
+            resolved = normalize_mention_ids(aligned, kb, missing, report,
+                                             f"{path}:{mention.line}")
+            if resolved is not None:
+                kept.append(resolved)
+        docs.append(build_doc(nlp, SourceDocument(document.doc_id, document.text, kept,
+                                                  document.line), report))
+    if report.counts.get("offsets_repaired"):
+        example = report.examples["offsets_repaired"][0]  # 'line N: start->new'
+        line, detail = example.replace("line ", "", 1).split(": ", 1)
+        warn(Warnings.W004.format(count=report.counts["offsets_repaired"], path=path,
+                                  line=line, detail=detail))
+    if kb is not None and missing == "keep" and report.counts.get("ids_missing_from_kb"):
+        warn(Warnings.W002.format(count=report.counts["ids_missing_from_kb"], path=path,
+                                  examples=", ".join(report.examples["ids_missing_from_kb"][:3])))
+    logger.info("Converted %s: %s", path, dict(report.counts))
+    return docs, report
+
+
+__all__ = ["read_pubtator", "convert_pubtator"]

@@ -1,0 +1,142 @@
+"""Coded, actionable errors and warnings (spaCy's ``ErrorsWithCodes`` pattern).
+
+Every message says what happened and what to do. Codes are stable: never
+reuse a retired code for another meaning.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Optional, Union
+from pathlib import Path
+
+
+class ErrorsWithCodes(type):
+    """Metaclass that prefixes each message with its attribute name."""
+
+    def __getattribute__(self, code: str) -> str:
+        msg = super().__getattribute__(code)
+        if code.startswith("__"):  # python system attributes like __class__
+            return msg
+        return f"[{code}] {msg}"
+
+
+class Warnings(metaclass=ErrorsWithCodes):
+    W001 = ("Skipped {count} {what} while reading {path}: {reason}. "
+            "See the conversion report for the full list.")
+    W002 = ("{count} concept id(s) referenced in {path} are not in the knowledge base "
+            "(e.g. {examples}). They were kept as written; evaluation counts them as "
+            "unlinkable. Rebuild the KB from the vocabulary the corpus links to, or "
+            "pass --missing nil to relabel them NIL.")
+    W003 = ("Duplicate document id {doc_id} in {path} (line {line}); both copies "
+            "were kept, as in the original release.")
+    W004 = ("Repaired {count} mention offset(s) in {path} whose text did not match "
+            "the document (e.g. line {line}: {detail}).")
+    W005 = ("{count} mention(s) in {path} overlap another mention and cannot be a "
+            "doc.ents entry; they are kept in doc.spans['{spans_key}'] and excluded "
+            "from doc.ents.")
+
+
+class Errors(metaclass=ErrorsWithCodes):
+    # knowledge base: E001-E049
+    E001 = ("{path}, line {line}: malformed {fmt} line ({problem}). Expected "
+            "{expected}. Fix or remove the line and load again.")
+    E002 = ("{path}, line {line}: duplicate concept id '{concept_id}' (first seen "
+            "on line {first_line}). Each concept must appear once; merge the two "
+            "records or drop one.")
+    E003 = ("{path}, line {line}: concept '{concept_id}' has an empty name. Give "
+            "the concept a canonical name or remove the record.")
+    E004 = ("{path} is not a spacy-bioel knowledge base (bad header). Build one "
+            "with `python -m spacy_bioel kb build FORMAT INPUT OUTPUT`.")
+    E005 = ("{path} was written with KB format version {found}; this version of "
+            "spacy-bioel reads format {expected}. Rebuild the KB from its source "
+            "with `python -m spacy_bioel kb build`.")
+    E006 = ("Concept id '{concept_id}' is not in the knowledge base and is not an "
+            "alternate id of any concept. Check the id's prefix (MESH:, OMIM:) or "
+            "rebuild the KB from the vocabulary that defines it.")
+    E007 = ("Unknown KB format '{fmt}'. Choose one of: {options}.")
+    E008 = ("Input file not found: {path}. Check the path (project.yml vars.data_root "
+            "or the CLI argument).")
+    E009 = ("{path}: UMLS directory must contain MRCONSO.RRF (found: {found}). Point "
+            "the loader at the META directory of a UMLS release.")
+    E010 = ("{path}, line {line}: alternate id '{alt_id}' of concept '{concept_id}' "
+            "is already the primary id of concept '{owner}'. Fix the vocabulary or "
+            "load with on_conflict='skip'.")
+    E011 = ("{path}: cannot parse OBO file (line {line}): {problem}. Fix the stanza "
+            "or re-download the ontology release.")
+    E012 = ("{path}: no concept was loaded. Check the format and the filters "
+            "({filters}).")
+    E013 = ("Knowledge base file {path} is truncated or corrupted ({problem}). "
+            "Rebuild it with `python -m spacy_bioel kb build`.")
+    E014 = ("Concept '{concept_id}' has relation '{relation}' to itself. Remove the "
+            "self-loop from the source.")
+
+    # corpora: E050-E099
+    E050 = ("{path}, line {line}: malformed PubTator {what} ({problem}). Expected "
+            "'PMID|t|title', 'PMID|a|abstract' or 'PMID<TAB>start<TAB>end<TAB>mention"
+            "<TAB>type<TAB>ids'. Fix the line or remove it.")
+    E051 = ("{path}, line {line}: mention '{mention}' at {start}-{end} does not match "
+            "the document text '{found}' and no nearby match was found. Correct the "
+            "offsets, or convert with --misaligned skip to drop (and count) such mentions.")
+    E052 = ("{path}, line {line}: annotation for document {doc_id} appears before "
+            "its title/abstract lines. PubTator blocks must start with the text lines.")
+    E053 = ("{path}, line {line}: malformed AskAPatient row ({problem}). Expected "
+            "'concept_id<TAB>concept_description<TAB>phrase'.")
+    E054 = ("Unknown corpus format '{fmt}'. Choose one of: {options}.")
+    E055 = ("{path}, line {line}: concept id '{concept_id}' is not in the knowledge "
+            "base. Convert with --missing keep (count and keep) or --missing nil, or "
+            "rebuild the KB from the corpus' vocabulary.")
+    E056 = ("OBO synonym split needs a KB built from an OBO file with synonyms; "
+            "'{path}' has {n_synonyms} synonyms. Build it with `kb build obo`.")
+    E057 = ("Split fractions must be positive and the seed an integer; got {value}.")
+    E058 = ("{path}: mention at {start}-{end} is empty or lies outside the document "
+            "(length {length}). Correct the offsets.")
+
+    # evaluation and candidates: E100-E149
+    E100 = ("Cannot evaluate: {path} has no entities with kb_id_. Convert the corpus "
+            "with `python -m spacy_bioel convert`, which writes gold concept ids.")
+    E101 = ("Unknown linker '{linker}': not a pipeline directory and not a baseline "
+            "name. Use a saved pipeline directory or one of: {options}.")
+    E102 = ("Pipeline {path} wrote no candidates to `Span._.{attr}`. Add a linker "
+            "component (e.g. bioel_linker) or pass --kb-ents-attr with the extension "
+            "your linker writes.")
+    E103 = ("Invalid n-gram range {value}: expected two integers 1 <= min <= max.")
+    E104 = ("Candidate generator asked for k={k}; k must be a positive integer.")
+    E105 = ("The candidate generator has no names to index: the knowledge base is "
+            "empty. Load a KB with concepts first.")
+    E106 = ("Unknown dictionary protocol '{value}'. Use 'kb' (KB names only) or "
+            "'kb+train' (KB names plus train/dev mention strings; pass --train).")
+    E107 = ("Dictionary protocol 'kb+train' needs training data: pass --train "
+            "DocBin(s) (train and dev for the test set).")
+
+
+class BioELError(ValueError):
+    """A coded spacy-bioel error. ``code`` holds the error code (e.g. 'E001')."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.code = message[1:5] if message.startswith("[") else ""
+
+
+class KBFormatError(BioELError):
+    """Malformed knowledge-base input (bad line, duplicate id, empty name, ...)."""
+
+
+class CorpusFormatError(BioELError):
+    """Malformed corpus input (bad PubTator line, offsets that do not match, ...)."""
+
+
+def warn(message: str) -> None:
+    """Issue a spacy-bioel warning (UserWarning subclass, filterable by code)."""
+    warnings.warn(message, BioELWarning, stacklevel=3)
+
+
+class BioELWarning(UserWarning):
+    """Warnings from spacy-bioel; the message starts with its code."""
+
+
+def display_path(path: Union[str, Path, None]) -> str:
+    return "<input>" if path is None else str(path)
+
+
+__all__ = ["Errors", "Warnings", "BioELError", "KBFormatError", "CorpusFormatError",
+           "BioELWarning", "warn", "display_path"]

@@ -1,0 +1,99 @@
+"""Fill evaluation records with predictions from a candidate generator (the
+baselines) or from a saved spaCy pipeline whose linker writes `Span._.kb_ents`
+(ours, or scispaCy's, which uses the same attribute)."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
+
+from spacy.tokens import Doc, Span
+from tqdm import tqdm
+
+from ..corpora.documents import split_gold_ids
+from ..errors import BioELError, Errors
+from ..kb.knowledge_base import NIL, KnowledgeBase
+from .records import MentionRecord, records_from_docs
+
+logger = logging.getLogger(__name__)
+Candidates = List[Tuple[str, float]]
+
+
+def training_names(docs: Iterable[Doc]) -> List[Tuple[str, str]]:
+    """(concept_id, mention text) for every non-NIL gold mention: the extra
+    dictionary entries of BioSyn's 'KB + train/dev mentions' protocol. A
+    composite mention is added to each of its ids."""
+    names = []
+    for doc in docs:
+        for ent in doc.ents:
+            for concept_id in split_gold_ids(ent.kb_id_):
+                names.append((concept_id, ent.text))
+    return names
+
+
+def apply_candidates(records: Sequence[MentionRecord], candidates: Sequence[Candidates]) -> None:
+    """Write ranked candidates into records; no candidate means a NIL answer.
+
+    nil_score = 1 - top score (scores in [0, 1]), 1.0 without candidates.
+    """
+    for record, ranked in zip(records, candidates):
+        record.candidates = [cid for cid, _ in ranked]
+        record.scores = [float(s) for _, s in ranked]
+        record.predicted = record.candidates[0] if ranked else NIL
+        record.nil_score = 1.0 - record.scores[0] if ranked else 1.0
+
+
+def run_generator(generator: Callable[..., List[Candidates]], docs: Sequence[Doc],
+                  k: int) -> List[MentionRecord]:
+    """Link every gold mention of `docs` with a candidate generator."""
+    records = records_from_docs(docs)
+    candidates = generator([r.text for r in records], k=k)
+    apply_candidates(records, candidates)
+    return records
+
+
+def _strip_links(nlp, doc: Doc) -> Doc:
+    """A fresh Doc with the same tokens and gold spans, but no kb ids."""
+    fresh = Doc(nlp.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc])
+    fresh.user_data.update(doc.user_data)
+    fresh.ents = [Span(fresh, e.start, e.end, label=e.label_) for e in doc.ents]
+    return fresh
+
+
+def run_pipeline(path: Path, docs: Sequence[Doc], kb_ents_attr: str = "kb_ents",
+                 batch_size: int = 64) -> List[MentionRecord]:
+    """Link gold mentions with a saved pipeline (gold spans given, NER disabled).
+
+    The pipeline's linker must write `Span._.<kb_ents_attr>` as [(id, score), ...]
+    and may set `kb_id_` ('NIL' for NIL) and `Span._.nil_score`.
+    """
+    import spacy
+
+    nlp = spacy.load(path)
+    disabled = [name for name in nlp.pipe_names if name in ("ner", "entity_ruler", "span_ruler")]
+    records: List[MentionRecord] = []
+    inputs = [_strip_links(nlp, doc) for doc in docs]
+    wrote_any = False
+    with nlp.select_pipes(disable=disabled):
+        for gold_doc, doc in tqdm(zip(docs, nlp.pipe(inputs, batch_size=batch_size)),
+                                  total=len(inputs), desc="Linking", unit=" docs"):
+            for gold, ent in zip(gold_doc.ents, doc.ents):
+                if not gold.kb_id_:
+                    continue
+                ranked = getattr(ent._, kb_ents_attr, None) if Span.has_extension(kb_ents_attr) else None
+                record = MentionRecord(gold.text, gold.label_, split_gold_ids(gold.kb_id_),
+                                       str(gold_doc.user_data.get("bioel_doc_id", "")))
+                if ranked is not None:
+                    wrote_any = True
+                    apply_candidates([record], [list(ranked)])
+                if ent.kb_id_:
+                    record.predicted = ent.kb_id_
+                if Span.has_extension("nil_score") and ent._.nil_score is not None:
+                    record.nil_score = float(ent._.nil_score)
+                records.append(record)
+    if records and not wrote_any:
+        raise BioELError(Errors.E102.format(path=path, attr=kb_ents_attr))
+    return records
+
+
+__all__ = ["training_names", "apply_candidates", "run_generator", "run_pipeline"]

@@ -1,0 +1,68 @@
+"""The name table every candidate store indexes: (concept, name) rows grouped by
+concept, built from a KB plus optional extra names (train/dev mention strings
+under BioSyn's dictionary protocol)."""
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..kb.knowledge_base import KnowledgeBase
+from ..kb.normalize import normalize_text
+
+
+class NameTable:
+    """Names grouped by concept, so per-concept max aggregation is a `reduceat`.
+
+    concept_ids (List[str]): Concepts in KB order (only those with names).
+    names (List[str]): All names; rows of one concept are contiguous.
+    owners (np.ndarray): (n_names,) concept index of each name.
+    offsets (np.ndarray): (n_concepts,) first row of each concept.
+    """
+
+    def __init__(self, kb: KnowledgeBase, extra_names: Iterable[Tuple[str, str]] = ()) -> None:
+        grouped: Dict[str, List[str]] = {}
+        seen: Dict[str, set] = {}
+        for concept_id, name in kb.names():
+            grouped.setdefault(concept_id, []).append(name)
+            seen.setdefault(concept_id, set()).add(normalize_text(name))
+        self.n_extra = 0
+        for concept_id, name in extra_names:
+            primary = kb.resolve(concept_id) or concept_id
+            key = normalize_text(name)
+            if not key or key in seen.setdefault(primary, set()):
+                continue
+            seen[primary].add(key)
+            grouped.setdefault(primary, []).append(name)
+            self.n_extra += 1
+        self.concept_ids: List[str] = list(grouped)
+        self.names: List[str] = [n for cid in self.concept_ids for n in grouped[cid]]
+        counts = np.array([len(grouped[cid]) for cid in self.concept_ids], dtype=np.int64)
+        self.owners = np.repeat(np.arange(len(self.concept_ids)), counts)
+        self.offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def max_per_concept(self, scores: np.ndarray) -> np.ndarray:
+        """(batch, n_names) -> (batch, n_concepts): the best name score per concept."""
+        return np.maximum.reduceat(scores, self.offsets, axis=1)
+
+
+def top_k(scores: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Row-wise top-k of a (batch, n) matrix, sorted by descending score, ties by index.
+
+    RETURNS (Tuple[np.ndarray, np.ndarray]): (indices, scores), each (batch, min(k, n)).
+    """
+    k = min(k, scores.shape[1])
+    if k < scores.shape[1]:
+        part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    else:
+        part = np.tile(np.arange(scores.shape[1]), (scores.shape[0], 1))
+    part_scores = np.take_along_axis(scores, part, axis=1)
+    order = np.lexsort((part, -part_scores), axis=1)
+    indices = np.take_along_axis(part, order, axis=1)
+    return indices, np.take_along_axis(scores, indices, axis=1)
+
+
+__all__ = ["NameTable", "top_k"]

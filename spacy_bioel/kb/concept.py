@@ -1,0 +1,43 @@
+"""The immutable concept record of a knowledge base."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, Tuple
+
+
+@dataclass(frozen=True)
+class Concept:
+    """One concept of a knowledge base (a MeSH descriptor, an ontology term, a CUI).
+
+    concept_id (str): The primary id (e.g. 'D009203', 'OMIM:215600', 'HP:0000118').
+    canonical_name (str): The preferred name.
+    synonyms (Tuple[str, ...]): Other names, without the canonical name.
+    synonym_scopes (Tuple[str, ...]): OBO scope per synonym (EXACT, RELATED, BROAD,
+        NARROW), aligned with `synonyms`; empty when the source has no scopes.
+    types (Tuple[str, ...]): Semantic types or categories (UMLS TUIs, OBO namespaces).
+    definition (Optional[str]): A textual definition, if the source gives one.
+    alt_ids (Tuple[str, ...]): Alternate ids that resolve to `concept_id`.
+    relations (Tuple[Tuple[str, str], ...]): Typed edges (relation, target id),
+        e.g. ('is_a', 'D003920'), ('part_of', 'UBERON:0000955').
+    """
+
+    concept_id: str
+    canonical_name: str
+    synonyms: Tuple[str, ...] = ()
+    synonym_scopes: Tuple[str, ...] = ()
+    types: Tuple[str, ...] = ()
+    definition: Optional[str] = None
+    alt_ids: Tuple[str, ...] = ()
+    relations: Tuple[Tuple[str, str], ...] = field(default=())
+
+    def names(self) -> Iterator[str]:
+        """Yield the canonical name, then each synonym."""
+        yield self.canonical_name
+        yield from self.synonyms
+
+    def parents(self, relation: str = "is_a") -> Tuple[str, ...]:
+        """RETURNS (Tuple[str, ...]): Targets of `relation` edges."""
+        return tuple(target for rel, target in self.relations if rel == relation)
+
+
+__all__ = ["Concept"]

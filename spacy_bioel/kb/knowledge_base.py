@@ -1,0 +1,285 @@
+"""The knowledge base: concepts, alternate-id resolution, the alias map, and a
+compact versioned binary serialisation."""
+from __future__ import annotations
+
+import logging
+import zlib
+from collections import Counter
+from pathlib import Path
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import srsly
+
+from ..errors import BioELError, Errors, KBFormatError, Warnings
+from .concept import Concept
+from .normalize import normalize_text
+
+logger = logging.getLogger(__name__)
+
+KB_MAGIC = b"BIOELKB\x00"
+KB_FORMAT_VERSION = 1
+NIL = "NIL"
+
+
+class KnowledgeBase:
+    """A biomedical knowledge base of `Concept` records.
+
+    Concept ids are unique; alternate ids resolve to their primary id
+    (`resolve`). Names (canonical + synonyms) are indexed by their normalised
+    form (`normalize_text`) in an alias map that returns every concept a name
+    can denote (ambiguous names map to several concepts).
+
+    strip_prefixes (Sequence[str]): Prefixes that `resolve` may strip from a
+        query id ("MESH:" lets 'MESH:D009203' resolve to 'D009203').
+    name (str): A label for reports (e.g. 'MEDIC 2012').
+
+    Example:
+        >>> kb = KnowledgeBase(name="toy")
+        >>> kb.add(Concept("D1", "Colorectal cancer", synonyms=("CRC",)))
+        >>> kb.lookup_alias("crc")
+        ['D1']
+    """
+
+    def __init__(self, *, strip_prefixes: Sequence[str] = (), name: str = "") -> None:
+        self.name = name
+        self.strip_prefixes: Tuple[str, ...] = tuple(strip_prefixes)
+        self.meta: Dict[str, object] = {}
+        self._concepts: Dict[str, Concept] = {}
+        self._alt_to_primary: Dict[str, str] = {}
+        self._alias_index: Optional[Dict[str, List[str]]] = None
+
+    # -- building ---------------------------------------------------------
+    def add(self, concept: Concept, *, path: Optional[Union[str, Path]] = None,
+            line: Optional[int] = None, first_line: Optional[int] = None) -> None:
+        """Add a concept. Raises E002 on a duplicate id and E003 on an empty name.
+
+        concept (Concept): The record to add.
+        path, line: Where the record came from, for error messages.
+        """
+        if not concept.canonical_name or not concept.canonical_name.strip():
+            raise KBFormatError(Errors.E003.format(path=path or "<input>", line=line or "?",
+                                                   concept_id=concept.concept_id))
+        if concept.concept_id in self._concepts:
+            raise KBFormatError(Errors.E002.format(
+                path=path or "<input>", line=line or "?", concept_id=concept.concept_id,
+                first_line=first_line or "?"))
+        self._concepts[concept.concept_id] = concept
+        self._alias_index = None
+
+    def add_alt_id(self, alt_id: str, concept_id: str) -> bool:
+        """Map `alt_id` to `concept_id`. Returns False (and keeps the first
+        mapping) if `alt_id` already maps to another concept; callers count these."""
+        if alt_id == concept_id:
+            return True
+        owner = self._alt_to_primary.get(alt_id)
+        if owner is not None and owner != concept_id:
+            return False
+        self._alt_to_primary[alt_id] = concept_id
+        return True
+
+    def finalize_alt_ids(self, path: Optional[Union[str, Path]] = None) -> Dict[str, int]:
+        """Register every concept's alt ids; conflicts are counted and reported.
+
+        An alt id that is another concept's primary id, or already an alt id of
+        another concept, keeps its first meaning (primary ids win).
+        RETURNS (Dict[str, int]): counts of 'alt_ids', 'conflicts_with_primary'
+            and 'ambiguous_alt_ids'.
+        """
+        counts = Counter()
+        examples: List[str] = []
+        for concept in self._concepts.values():
+            for alt in concept.alt_ids:
+                counts["alt_ids"] += 1
+                if alt in self._concepts and alt != concept.concept_id:
+                    counts["conflicts_with_primary"] += 1
+                    examples.append(f"{alt}->{concept.concept_id}")
+                elif not self.add_alt_id(alt, concept.concept_id):
+                    counts["ambiguous_alt_ids"] += 1
+                    examples.append(f"{alt}->{concept.concept_id}")
+        skipped = counts["conflicts_with_primary"] + counts["ambiguous_alt_ids"]
+        if skipped:
+            logger.warning(Warnings.W001.format(
+                count=skipped, what="alternate id mapping(s)", path=path or "<input>",
+                reason=("the alternate id already names another concept, so it keeps "
+                        f"its first meaning; e.g. {', '.join(examples[:3])}")))
+        self.meta["alt_id_report"] = dict(counts)
+        return dict(counts)
+
+    # -- lookup -----------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._concepts)
+
+    def __contains__(self, concept_id: object) -> bool:
+        return isinstance(concept_id, str) and self.resolve(concept_id) is not None
+
+    def __iter__(self) -> Iterator[Concept]:
+        return iter(self._concepts.values())
+
+    def __getitem__(self, concept_id: str) -> Concept:
+        primary = self.resolve(concept_id)
+        if primary is None:
+            raise KeyError(Errors.E006.format(concept_id=concept_id))
+        return self._concepts[primary]
+
+    def get(self, concept_id: str, default: Optional[Concept] = None) -> Optional[Concept]:
+        primary = self.resolve(concept_id)
+        return default if primary is None else self._concepts[primary]
+
+    @property
+    def concept_ids(self) -> List[str]:
+        return list(self._concepts)
+
+    @property
+    def alt_ids(self) -> Dict[str, str]:
+        """RETURNS (Dict[str, str]): alternate id -> primary id."""
+        return dict(self._alt_to_primary)
+
+    def resolve(self, concept_id: str) -> Optional[str]:
+        """Map a primary or alternate id to the primary id, or None if unknown.
+
+        Whitespace is stripped and the KB's `strip_prefixes` are tried, so
+        ' MESH:C535662' resolves to 'C535662' in a MEDIC KB.
+        """
+        query = concept_id.strip()
+        candidates = [query]
+        for prefix in self.strip_prefixes:
+            if query.startswith(prefix):
+                candidates.append(query[len(prefix):])
+        for candidate in candidates:
+            if candidate in self._concepts:
+                return candidate
+            primary = self._alt_to_primary.get(candidate)
+            if primary is not None:
+                return primary
+        return None
+
+    def names(self) -> Iterator[Tuple[str, str]]:
+        """Yield (concept_id, name) for every distinct normalised name of every
+        concept, canonical name first. Names that normalise to "" are skipped."""
+        for concept in self._concepts.values():
+            seen = set()
+            for name in concept.names():
+                key = normalize_text(name)
+                if key and key not in seen:
+                    seen.add(key)
+                    yield concept.concept_id, name
+
+    @property
+    def alias_index(self) -> Dict[str, List[str]]:
+        """RETURNS (Dict[str, List[str]]): normalised name -> concept ids (KB order)."""
+        if self._alias_index is None:
+            index: Dict[str, List[str]] = {}
+            for concept_id, name in self.names():
+                ids = index.setdefault(normalize_text(name), [])
+                if concept_id not in ids:
+                    ids.append(concept_id)
+            self._alias_index = index
+        return self._alias_index
+
+    def lookup_alias(self, text: str) -> List[str]:
+        """RETURNS (List[str]): concepts having a name equal to `text` after normalisation."""
+        return list(self.alias_index.get(normalize_text(text), []))
+
+    # -- derived KBs ------------------------------------------------------
+    def filtered(self, keep: Iterable[str], *, name: Optional[str] = None) -> "KnowledgeBase":
+        """RETURNS (KnowledgeBase): a KB with only the concepts whose ids are in `keep`."""
+        keep_set = set(keep)
+        out = KnowledgeBase(strip_prefixes=self.strip_prefixes, name=name or self.name)
+        out.meta = dict(self.meta)
+        for concept in self._concepts.values():
+            if concept.concept_id in keep_set:
+                out._concepts[concept.concept_id] = concept
+        for alt, primary in self._alt_to_primary.items():
+            if primary in out._concepts:
+                out._alt_to_primary[alt] = primary
+        return out
+
+    def without_synonyms(self, *, name: Optional[str] = None) -> "KnowledgeBase":
+        """RETURNS (KnowledgeBase): the same concepts with canonical names only
+        (the OBO-syn protocol: synonyms are the queries, the KB keeps names)."""
+        out = KnowledgeBase(strip_prefixes=self.strip_prefixes, name=name or self.name)
+        out.meta = dict(self.meta)
+        for concept in self._concepts.values():
+            out._concepts[concept.concept_id] = Concept(
+                concept.concept_id, concept.canonical_name, (), (), concept.types,
+                concept.definition, concept.alt_ids, concept.relations)
+        out._alt_to_primary = dict(self._alt_to_primary)
+        return out
+
+    def stats(self) -> Dict[str, int]:
+        """RETURNS (Dict[str, int]): counts of concepts, names, synonyms, alt ids, relations."""
+        n_syn = sum(len(c.synonyms) for c in self._concepts.values())
+        return {
+            "concepts": len(self._concepts),
+            "synonyms": n_syn,
+            "names": len(self._concepts) + n_syn,
+            "distinct_normalised_names": len(self.alias_index),
+            "alt_ids": len(self._alt_to_primary),
+            "relations": sum(len(c.relations) for c in self._concepts.values()),
+            "with_definition": sum(1 for c in self._concepts.values() if c.definition),
+        }
+
+    # -- serialisation ----------------------------------------------------
+    def to_bytes(self) -> bytes:
+        """Serialise to the compact binary KB format (magic, version, zlib(msgpack))."""
+        concepts = list(self._concepts.values())
+        payload = {
+            "name": self.name,
+            "strip_prefixes": list(self.strip_prefixes),
+            "meta": self.meta,
+            "ids": [c.concept_id for c in concepts],
+            "names": [c.canonical_name for c in concepts],
+            "synonyms": [list(c.synonyms) for c in concepts],
+            "scopes": [list(c.synonym_scopes) for c in concepts],
+            "types": [list(c.types) for c in concepts],
+            "definitions": [c.definition for c in concepts],
+            "alt_ids": [list(c.alt_ids) for c in concepts],
+            "relations": [[list(r) for r in c.relations] for c in concepts],
+            "alt_map": self._alt_to_primary,
+        }
+        body = zlib.compress(srsly.msgpack_dumps(payload), 6)
+        return KB_MAGIC + KB_FORMAT_VERSION.to_bytes(2, "little") + body
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, path: Union[str, Path] = "<bytes>") -> "KnowledgeBase":
+        """Load a KB written by `to_bytes`. Raises E004 (not a KB), E005 (format
+        version) or E013 (truncated / corrupted)."""
+        if not data.startswith(KB_MAGIC):
+            raise BioELError(Errors.E004.format(path=path))
+        version = int.from_bytes(data[len(KB_MAGIC):len(KB_MAGIC) + 2], "little")
+        if version != KB_FORMAT_VERSION:
+            raise BioELError(Errors.E005.format(path=path, found=version,
+                                                expected=KB_FORMAT_VERSION))
+        try:
+            payload = srsly.msgpack_loads(zlib.decompress(data[len(KB_MAGIC) + 2:]))
+            kb = cls(strip_prefixes=payload["strip_prefixes"], name=payload["name"])
+            kb.meta = dict(payload["meta"])
+            columns = zip(payload["ids"], payload["names"], payload["synonyms"],
+                          payload["scopes"], payload["types"], payload["definitions"],
+                          payload["alt_ids"], payload["relations"])
+            for cid, name, syns, scopes, types, definition, alts, rels in columns:
+                kb._concepts[cid] = Concept(cid, name, tuple(syns), tuple(scopes), tuple(types),
+                                            definition, tuple(alts),
+                                            tuple((r[0], r[1]) for r in rels))
+            kb._alt_to_primary = dict(payload["alt_map"])
+        except (zlib.error, KeyError, ValueError, TypeError, IndexError) as err:
+            raise BioELError(Errors.E013.format(path=path, problem=f"{type(err).__name__}: {err}"))
+        return kb
+
+    def to_disk(self, path: Union[str, Path]) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(self.to_bytes())
+
+    @classmethod
+    def from_disk(cls, path: Union[str, Path]) -> "KnowledgeBase":
+        path = Path(path)
+        if not path.exists():
+            raise BioELError(Errors.E008.format(path=path))
+        return cls.from_bytes(path.read_bytes(), path=path)
+
+    def __repr__(self) -> str:
+        return f"<KnowledgeBase {self.name!r}: {len(self)} concepts>"
+
+
+__all__ = ["KnowledgeBase", "NIL", "KB_FORMAT_VERSION"]

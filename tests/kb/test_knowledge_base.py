@@ -1,0 +1,110 @@
+import pytest
+
+from spacy_bioel import Concept, KnowledgeBase
+from spacy_bioel.errors import BioELError, KBFormatError
+from spacy_bioel.kb.knowledge_base import KB_MAGIC
+from spacy_bioel.kb.normalize import normalize_text
+
+
+def make_kb() -> KnowledgeBase:
+    kb = KnowledgeBase(strip_prefixes=("MESH:",), name="toy")
+    kb.add(Concept("D1", "Colorectal Cancer", ("CRC", "Cancer of the colon"),
+                   types=("Neoplasm",), definition="A cancer.", alt_ids=("OMIM:1",),
+                   relations=(("is_a", "D0"),)))
+    kb.add(Concept("D2", "Crohn's disease", ("CRC",), alt_ids=("OMIM:2",)))
+    kb.finalize_alt_ids()
+    return kb
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ("Crohn's  Disease", "crohn s disease"),
+    ("TYPE-2 diabetes", "type 2 diabetes"),
+    ("  ÉCOLE\u00a0(x) ", "école x"),
+    ("ﬁbrosis", "fibrosis"),  # NFKC ligature
+    ("---", ""),
+])
+def test_normalize_text(raw, expected):
+    assert normalize_text(raw) == expected
+
+
+def test_resolve_alt_ids_and_prefixes():
+    kb = make_kb()
+    assert kb.resolve("D1") == "D1"
+    assert kb.resolve("OMIM:2") == "D2"
+    assert kb.resolve(" MESH:D1") == "D1"
+    assert kb.resolve("D9") is None
+    assert "OMIM:1" in kb and "D9" not in kb
+    assert kb["OMIM:1"].canonical_name == "Colorectal Cancer"
+    with pytest.raises(KeyError, match="E006"):
+        kb["D9"]
+
+
+def test_alias_index_is_normalised_and_ambiguous():
+    kb = make_kb()
+    assert kb.lookup_alias("crc") == ["D1", "D2"]
+    assert kb.lookup_alias("CROHN S DISEASE") == ["D2"]
+    assert kb.lookup_alias("unknown") == []
+
+
+def test_duplicate_and_empty_name_errors():
+    kb = make_kb()
+    with pytest.raises(KBFormatError) as err:
+        kb.add(Concept("D1", "again"), path="f.txt", line=9, first_line=1)
+    assert err.value.code == "E002" and "f.txt, line 9" in str(err.value)
+    with pytest.raises(KBFormatError) as err:
+        kb.add(Concept("D5", "  "), path="f.txt", line=3)
+    assert err.value.code == "E003"
+
+
+def test_alt_id_conflicts_are_counted(caplog):
+    kb = KnowledgeBase()
+    kb.add(Concept("A", "alpha", alt_ids=("B", "X")))
+    kb.add(Concept("B", "beta", alt_ids=("X",)))
+    report = kb.finalize_alt_ids("src.txt")
+    assert report == {"alt_ids": 3, "conflicts_with_primary": 1, "ambiguous_alt_ids": 1}
+    assert kb.resolve("B") == "B"  # primary ids win
+    assert kb.resolve("X") == "A"  # first meaning kept
+    assert "W001" in caplog.text
+
+
+def test_round_trip_bytes_and_disk(tmp_path):
+    kb = make_kb()
+    kb.meta["source"] = "test"
+    path = tmp_path / "kb.bioelkb"
+    kb.to_disk(path)
+    loaded = KnowledgeBase.from_disk(path)
+    assert list(loaded) == list(kb)
+    assert loaded.alt_ids == kb.alt_ids
+    assert loaded.strip_prefixes == ("MESH:",)
+    assert loaded.meta["source"] == "test"
+    assert loaded.resolve("MESH:D2") == "D2"
+    assert loaded.stats() == kb.stats()
+
+
+def test_binary_errors(tmp_path):
+    bad = tmp_path / "bad.bioelkb"
+    bad.write_bytes(b"not a kb")
+    with pytest.raises(BioELError) as err:
+        KnowledgeBase.from_disk(bad)
+    assert err.value.code == "E004"
+    data = make_kb().to_bytes()
+    future = KB_MAGIC + (99).to_bytes(2, "little") + data[len(KB_MAGIC) + 2:]
+    with pytest.raises(BioELError) as err:
+        KnowledgeBase.from_bytes(future)
+    assert err.value.code == "E005"
+    with pytest.raises(BioELError) as err:
+        KnowledgeBase.from_bytes(data[:-20])
+    assert err.value.code == "E013"
+    with pytest.raises(BioELError) as err:
+        KnowledgeBase.from_disk(tmp_path / "missing.bioelkb")
+    assert err.value.code == "E008"
+
+
+def test_derived_kbs():
+    kb = make_kb()
+    names_only = kb.without_synonyms()
+    assert [c.synonyms for c in names_only] == [(), ()]
+    assert names_only.resolve("OMIM:1") == "D1"
+    sub = kb.filtered(["D2"])
+    assert sub.concept_ids == ["D2"] and sub.resolve("OMIM:1") is None
+    assert kb.stats()["names"] == 5 and kb.stats()["distinct_normalised_names"] == 4

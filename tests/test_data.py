@@ -1,0 +1,127 @@
+"""Integration tests on the real corpora in ../shared/data (marker: data)."""
+import shutil
+import subprocess
+import sys
+import warnings
+
+import pytest
+import spacy
+import srsly
+
+from spacy_bioel.corpora.askapatient import convert_askapatient
+from spacy_bioel.corpora.documents import parse_gold_ids
+from spacy_bioel.corpora.obo_syn import obo_synonym_splits
+from spacy_bioel.corpora.pubtator import convert_pubtator, read_pubtator
+from spacy_bioel.errors import BioELWarning
+from spacy_bioel.kb.medic import load_ctd_diseases, load_medic_dictionary
+from spacy_bioel.kb.obo import load_obo
+
+from .conftest import REPO_ROOT
+
+pytestmark = pytest.mark.data
+NCBI = {"train": "NCBItrainset_corpus.txt", "dev": "NCBIdevelopset_corpus.txt",
+        "test": "NCBItestset_corpus.txt"}
+CDR = {"train": "CDR_TrainingSet.PubTator.txt", "dev": "CDR_DevelopmentSet.PubTator.txt",
+       "test": "CDR_TestSet.PubTator.txt"}
+
+
+@pytest.fixture(scope="module")
+def medic(data_root):
+    return load_medic_dictionary(data_root / "ctd_medic/medic_06Jul2012.txt", progress=False)
+
+
+@pytest.fixture(scope="module")
+def ctd(data_root):
+    return load_ctd_diseases(data_root / "ctd_medic/CTD_diseases_2017-06-06.tsv.gz", progress=False)
+
+
+def test_medic_counts(medic):
+    stats = medic.stats()
+    assert stats["concepts"] == 11915 and stats["names"] == 76237
+
+
+def test_ncbi_mention_counts(data_root, medic):
+    nlp = spacy.blank("en")
+    counts = {}
+    for split, name in NCBI.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BioELWarning)  # the duplicate train PMID
+            docs, report = convert_pubtator(nlp, data_root / "ncbi_disease" / name, kb=medic,
+                                            progress=False)
+        counts[split] = sum(len(d.ents) for d in docs)
+        assert report.counts.get("ids_missing_from_kb", 0) == 0
+        assert report.counts.get("overlapping_mentions", 0) == 0
+    assert counts == {"train": 5145, "dev": 787, "test": 960}
+
+
+def test_ncbi_medic_coverage(data_root, medic):
+    raw_ids = set()
+    for name in NCBI.values():
+        for doc in read_pubtator(data_root / "ncbi_disease" / name):
+            for mention in doc.mentions:
+                raw_ids.update(mention.concept_ids)
+    exact = {i for i in raw_ids if i in medic.concept_ids or i in medic.alt_ids}
+    resolved = {i for i in raw_ids if medic.resolve(i) is not None}
+    assert len(raw_ids) == 751
+    assert len(exact) == 750 and raw_ids - exact == {"MESH:C535662"}
+    assert len(resolved) == 751  # once the MESH: prefix is normalised
+
+
+def test_bc5cdr_disease_counts_and_ctd_coverage(data_root, ctd):
+    nlp = spacy.blank("en")
+    ids = set()
+    counts = {}
+    for split, name in CDR.items():
+        docs, report = convert_pubtator(nlp, data_root / "bc5cdr" / name, types=["Disease"],
+                                        kb=ctd, progress=False)
+        counts[split] = sum(len(d.ents) for d in docs)
+        assert report.counts["skipped_type:Chemical"] > 5000
+        for doc in read_pubtator(data_root / "bc5cdr" / name):
+            for m in doc.mentions:
+                if m.label == "Disease":
+                    ids.update(m.concept_ids)
+    assert counts == {"train": 4182, "dev": 4244, "test": 4424}
+    assert len(ids) == 1081
+    assert all(ctd.resolve(i) for i in ids)
+
+
+def test_ontology_counts(data_root):
+    hp = load_obo(data_root / "obo_ontologies/hp_2025-01-16.obo.gz", prefixes=["HP:"], progress=False)
+    doid = load_obo(data_root / "obo_ontologies/doid_2024-01-31.obo.gz", prefixes=["DOID:"],
+                    progress=False)
+    assert len(hp) == 19034 and len(doid) == 11501
+    assert hp.stats()["relations"] >= 23392
+    docs, names_kb, report = obo_synonym_splits(spacy.blank("en"), doid, setting="zero-shot")
+    train_ids = {e.kb_id_ for d in docs["train"] for e in d.ents}
+    test_ids = {e.kb_id_ for d in docs["test"] for e in d.ents}
+    assert not train_ids & test_ids
+    assert len(names_kb) == len(doid) and names_kb.stats()["synonyms"] == 0
+
+
+def test_askapatient_rows(data_root):
+    nlp = spacy.blank("en")
+    sizes = {}
+    for split, n in (("train", 15612), ("validation", 845), ("test", 867)):
+        docs, report = convert_askapatient(
+            nlp, data_root / f"askapatient_fold0/AskAPatient.fold-0.{split}.txt")
+        sizes[split] = len(docs)
+        if split == "train":
+            assert report.counts["latin1_lines"] == 2
+    assert sizes == {"train": 15612, "validation": 845, "test": 867}
+
+
+def test_ncbi_workflow_end_to_end(data_root, tmp_path):
+    """`spacy project run ncbi` from a copy of project.yml writes stats and baseline metrics."""
+    shutil.copy(REPO_ROOT / "project.yml", tmp_path / "project.yml")
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy", "project", "run", "ncbi", str(tmp_path),
+         f"--vars.data_root={data_root}", "--vars.bootstrap=100"],
+        capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    stats = srsly.read_json(tmp_path / "metrics/ncbi/stats.json")["splits"]
+    assert [stats[s]["mentions"] for s in ("train", "dev", "test")] == [5145, 787, 960]
+    tfidf = srsly.read_json(tmp_path / "metrics/ncbi/tfidf_kb.json")
+    exact = srsly.read_json(tmp_path / "metrics/ncbi/exact_kb.json")
+    assert tfidf["n"] == 960 and tfidf["refined"]["n"] > 0
+    assert exact["refined"]["acc@1"] == 0.0  # refined mentions are, by definition, no KB name
+    assert tfidf["acc@1"] > exact["acc@1"]
