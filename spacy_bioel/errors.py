@@ -6,7 +6,7 @@ reuse a retired code for another meaning.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Optional, Union
+from typing import Union
 from pathlib import Path
 
 

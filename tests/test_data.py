@@ -9,7 +9,6 @@ import spacy
 import srsly
 
 from spacy_bioel.corpora.askapatient import convert_askapatient
-from spacy_bioel.corpora.documents import parse_gold_ids
 from spacy_bioel.corpora.obo_syn import obo_synonym_splits
 from spacy_bioel.corpora.pubtator import convert_pubtator, read_pubtator
 from spacy_bioel.errors import BioELWarning

@@ -32,7 +32,6 @@ def convert(
     import spacy
     from spacy.tokens import DocBin
 
-    from ..corpora.documents import ConversionReport
     from ..errors import BioELError, Errors
     from ..kb.knowledge_base import KnowledgeBase
 
@@ -66,7 +65,6 @@ def convert(
                 from ..corpora.askapatient import convert_askapatient
                 docs, report = convert_askapatient(nlp, path)
                 if kb is not None:
-                    from ..corpora.documents import normalize_mention_ids  # noqa: F401
                     missing_ids = {e.kb_id_ for d in docs for e in d.ents
                                    if kb.resolve(e.kb_id_) is None}
                     report.add("ids_missing_from_kb", n=len(missing_ids))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 import typer
 
@@ -48,7 +48,6 @@ def link(
     """Link the bracketed mentions of TEXT against a KB and print each one's
     concept id, canonical name and score (plus runner-up candidates)."""
     import spacy
-    from spacy.tokens import Span
 
     from ..corpora.documents import tokens_aligned_to
     from ..kb.knowledge_base import KnowledgeBase

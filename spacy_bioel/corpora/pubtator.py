@@ -171,6 +171,10 @@ def convert_pubtator(nlp: Language, path: Union[str, Path], *,
         line, detail = example.replace("line ", "", 1).split(": ", 1)
         warn(Warnings.W004.format(count=report.counts["offsets_repaired"], path=path,
                                   line=line, detail=detail))
+    if report.counts.get("overlapping_mentions"):
+        from .documents import OVERLAPS_SPANS_KEY
+        warn(Warnings.W005.format(count=report.counts["overlapping_mentions"], path=path,
+                                  spans_key=OVERLAPS_SPANS_KEY))
     if kb is not None and missing == "keep" and report.counts.get("ids_missing_from_kb"):
         warn(Warnings.W002.format(count=report.counts["ids_missing_from_kb"], path=path,
                                   examples=", ".join(report.examples["ids_missing_from_kb"][:3])))

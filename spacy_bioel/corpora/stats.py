@@ -6,7 +6,7 @@ from typing import Dict, Optional, Sequence
 
 from spacy.tokens import Doc
 
-from ..kb.knowledge_base import NIL, KnowledgeBase
+from ..kb.knowledge_base import KnowledgeBase
 from .documents import split_gold_ids
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Iterable, List, Sequence, Tuple
 
 from spacy.tokens import Doc, Span
 from tqdm import tqdm
 
 from ..corpora.documents import split_gold_ids
 from ..errors import BioELError, Errors
-from ..kb.knowledge_base import NIL, KnowledgeBase
+from ..kb.knowledge_base import NIL
 from .records import MentionRecord, records_from_docs
 
 logger = logging.getLogger(__name__)

@@ -3,7 +3,7 @@ concept, built from a KB plus optional extra names (train/dev mention strings
 under BioSyn's dictionary protocol)."""
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Tuple
 
 import numpy as np
 
@@ -50,18 +50,25 @@ class NameTable:
 
 
 def top_k(scores: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
-    """Row-wise top-k of a (batch, n) matrix, sorted by descending score, ties by index.
+    """Row-wise top-k of a (batch, n) matrix, by descending score; ties are broken
+    by the lower index (KB order), whatever k is.
 
+    A plain argpartition picks an arbitrary member of a tie at the k-th place,
+    so results would depend on k; here every item scoring at least the k-th
+    score competes, and the order is (score desc, index asc).
     RETURNS (Tuple[np.ndarray, np.ndarray]): (indices, scores), each (batch, min(k, n)).
     """
     k = min(k, scores.shape[1])
     if k < scores.shape[1]:
-        part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        part = np.argpartition(-scores, k - 1, axis=1)[:, :k]  # (batch, k)
+        kth = np.take_along_axis(scores, part, axis=1).min(axis=1)  # (batch,)
     else:
-        part = np.tile(np.arange(scores.shape[1]), (scores.shape[0], 1))
-    part_scores = np.take_along_axis(scores, part, axis=1)
-    order = np.lexsort((part, -part_scores), axis=1)
-    indices = np.take_along_axis(part, order, axis=1)
+        kth = scores.min(axis=1)
+    indices = np.empty((scores.shape[0], k), dtype=np.int64)
+    for row in range(scores.shape[0]):
+        competing = np.flatnonzero(scores[row] >= kth[row])
+        order = np.lexsort((competing, -scores[row, competing]))[:k]
+        indices[row] = competing[order]
     return indices, np.take_along_axis(scores, indices, axis=1)
 
 

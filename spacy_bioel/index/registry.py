@@ -23,7 +23,7 @@ def create_exact_match_candidates() -> GeneratorBuilder:
 
 @registry.misc("spacy-bioel.TfidfCandidates.v1")
 def create_tfidf_candidates(ngram_range: List[int] = [2, 5], analyzer: str = "char_wb",
-                            word_weight: float = 0.5, batch_size: int = 256) -> GeneratorBuilder:
+                            word_weight: float = 0.25, batch_size: int = 256) -> GeneratorBuilder:
     """Exact sparse TF-IDF over char n-grams + word unigrams (see `spacy_bioel.index.sparse`)."""
     def build(kb: KnowledgeBase, extra_names: Iterable[Tuple[str, str]] = ()):
         from .sparse import TfidfCandidates

@@ -11,7 +11,7 @@ and max-aggregated per concept; no min_df pruning.
 from __future__ import annotations
 
 import logging
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, List, Sequence, Tuple
 
 import numpy as np
 from tqdm import tqdm
@@ -47,7 +47,7 @@ class TfidfCandidates:
 
     def __init__(self, kb: KnowledgeBase, extra_names: Iterable[Tuple[str, str]] = (), *,
                  ngram_range: Tuple[int, int] = (2, 5), analyzer: str = "char_wb",
-                 word_weight: float = 0.5, batch_size: int = 256, progress: bool = True) -> None:
+                 word_weight: float = 0.25, batch_size: int = 256, progress: bool = True) -> None:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         lo, hi = (int(v) for v in ngram_range)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Optional, Tuple
+from typing import Iterable, Iterator, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -40,4 +40,17 @@ class Concept:
         return tuple(target for rel, target in self.relations if rel == relation)
 
 
-__all__ = ["Concept"]
+def unique_names(names: Iterable[str], exclude: str) -> Tuple[str, ...]:
+    """Strip names and drop empty ones, repeats and `exclude` (the canonical
+    name), keeping first-seen order: the synonyms of a Concept."""
+    seen = {exclude}
+    out = []
+    for name in names:
+        name = name.strip()
+        if name and name not in seen:
+            seen.add(name)
+            out.append(name)
+    return tuple(out)
+
+
+__all__ = ["Concept", "unique_names"]

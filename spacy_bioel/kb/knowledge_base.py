@@ -105,6 +105,15 @@ class KnowledgeBase:
         self.meta["alt_id_report"] = dict(counts)
         return dict(counts)
 
+    def finish_loading(self, path: Union[str, Path], fmt: str, filters: str = "none") -> None:
+        """End of a loader: E012 if nothing was loaded, register alt ids (conflicts
+        counted), record the source and format in `meta`, log the count."""
+        if not len(self):
+            raise BioELError(Errors.E012.format(path=path, filters=filters))
+        self.finalize_alt_ids(path)
+        self.meta.update({"source": str(path), "format": fmt})
+        logger.info("Loaded %d concepts (%s) from %s", len(self), fmt, path)
+
     # -- lookup -----------------------------------------------------------
     def __len__(self) -> int:
         return len(self._concepts)

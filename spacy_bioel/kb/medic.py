@@ -16,12 +16,12 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Union
 
 from tqdm import tqdm
 
-from ..errors import BioELError, Errors, KBFormatError
-from .concept import Concept
+from ..errors import Errors, KBFormatError
+from .concept import Concept, unique_names
 from .io import iter_lines
 from .knowledge_base import KnowledgeBase
 
@@ -45,17 +45,6 @@ def normalize_medic_id(raw: str) -> str:
     if _OMIM_NUMBER.match(value):
         value = "OMIM:" + value
     return value
-
-
-def _dedupe(names: List[str], exclude: str) -> Tuple[str, ...]:
-    seen = {exclude}
-    out = []
-    for name in names:
-        name = name.strip()
-        if name and name not in seen:
-            seen.add(name)
-            out.append(name)
-    return tuple(out)
 
 
 def load_medic_dictionary(path: Union[str, Path], *, name: Optional[str] = None,
@@ -95,14 +84,10 @@ def load_medic_dictionary(path: Union[str, Path], *, name: Optional[str] = None,
         primary = mesh[0] if mesh else ids[0]
         alt_ids = tuple(i for i in ids if i != primary)
         canonical = names[0].strip()
-        kb.add(Concept(primary, canonical, synonyms=_dedupe(names[1:], canonical), alt_ids=alt_ids),
+        kb.add(Concept(primary, canonical, synonyms=unique_names(names[1:], canonical), alt_ids=alt_ids),
                path=path, line=number, first_line=first_line.get(primary))
         first_line[primary] = number
-    if not len(kb):
-        raise BioELError(Errors.E012.format(path=path, filters="none"))
-    kb.finalize_alt_ids(path)
-    kb.meta.update({"source": str(path), "format": "medic"})
-    logger.info("Loaded %d MEDIC concepts from %s", len(kb), path)
+    kb.finish_loading(path, "medic")
     return kb
 
 
@@ -150,18 +135,14 @@ def load_ctd_diseases(path: Union[str, Path], *, name: Optional[str] = None,
             raise KBFormatError(Errors.E014.format(concept_id=concept_id, relation="is_a"))
         canonical = disease_name.strip()
         kb.add(Concept(concept_id, canonical,
-                       synonyms=_dedupe(_split_multi(synonyms), canonical),
+                       synonyms=unique_names(_split_multi(synonyms), canonical),
                        types=tuple(_split_multi(slims)),
                        definition=definition.strip() or None,
                        alt_ids=tuple(normalize_medic_id(a) for a in _split_multi(alt_ids)),
                        relations=relations),
                path=path, line=number, first_line=first_line.get(concept_id))
         first_line[concept_id] = number
-    if not len(kb):
-        raise BioELError(Errors.E012.format(path=path, filters="none"))
-    kb.finalize_alt_ids(path)
-    kb.meta.update({"source": str(path), "format": "ctd"})
-    logger.info("Loaded %d CTD disease concepts from %s", len(kb), path)
+    kb.finish_loading(path, "ctd")
     return kb
 
 

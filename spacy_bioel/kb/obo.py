@@ -127,10 +127,8 @@ def load_obo(path: Union[str, Path], *, prefixes: Optional[Sequence[str]] = None
                path=path, line=f"stanza {position + 1}", first_line=first_seen.get(concept_id))
         first_seen[concept_id] = position + 1
         report["terms"] += 1
-    if not len(kb):
-        raise BioELError(Errors.E012.format(path=path, filters=f"prefixes={prefixes}"))
-    kb.finalize_alt_ids(path)
-    kb.meta.update({"source": str(path), "format": "obo", "load_report": dict(report),
+    kb.finish_loading(path, "obo", filters=f"prefixes={prefixes}")
+    kb.meta.update({"load_report": dict(report),
                     "prefixes": list(prefixes) if prefixes else None})
     logger.info("Loaded %d OBO terms from %s (%s)", len(kb), path, dict(report))
     return kb

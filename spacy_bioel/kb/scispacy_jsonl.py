@@ -15,13 +15,13 @@ import gzip
 import json
 import logging
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Union
 
 import srsly
 from tqdm import tqdm
 
-from ..errors import BioELError, Errors, KBFormatError
-from .concept import Concept
+from ..errors import Errors, KBFormatError
+from .concept import Concept, unique_names
 from .io import iter_lines
 from .knowledge_base import KnowledgeBase
 
@@ -44,17 +44,6 @@ def _string_list(record: Dict[str, Any], key: str, path: Union[str, Path],
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise _malformed(path, line, f"'{key}' is not a list of strings")
     return value
-
-
-def _dedupe(names: List[str], exclude: str) -> Tuple[str, ...]:
-    seen = {exclude}
-    out = []
-    for name in names:
-        name = name.strip()
-        if name and name not in seen:
-            seen.add(name)
-            out.append(name)
-    return tuple(out)
 
 
 def load_scispacy_jsonl(path: Union[str, Path], *, name: Optional[str] = None,
@@ -102,16 +91,12 @@ def load_scispacy_jsonl(path: Union[str, Path], *, name: Optional[str] = None,
         if definition is not None and not isinstance(definition, str):
             raise _malformed(path, number, "'definition' is not a string or null")
         kb.add(Concept(concept_id, canonical,
-                       synonyms=_dedupe(_string_list(record, "aliases", path, number), canonical),
+                       synonyms=unique_names(_string_list(record, "aliases", path, number), canonical),
                        types=tuple(_string_list(record, "types", path, number)),
                        definition=(definition.strip() or None) if definition else None),
                path=path, line=number, first_line=first_line.get(concept_id))
         first_line[concept_id] = number
-    if not len(kb):
-        raise BioELError(Errors.E012.format(path=path, filters="none"))
-    kb.finalize_alt_ids(path)
-    kb.meta.update({"source": str(path), "format": "scispacy"})
-    logger.info("Loaded %d concepts from scispaCy JSONL %s", len(kb), path)
+    kb.finish_loading(path, "scispacy")
     return kb
 
 

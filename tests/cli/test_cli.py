@@ -3,7 +3,7 @@ PubTator corpora written in the test: kb build, convert, stats, evaluate
 (baselines and a saved pipeline), table and link."""
 import json
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Tuple
 
 import pytest
 import spacy

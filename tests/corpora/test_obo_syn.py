@@ -1,5 +1,4 @@
 """Tests for the OBO-syn style zero-shot / few-shot synonym splits."""
-from collections import Counter
 
 import pytest
 import spacy

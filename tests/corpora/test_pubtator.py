@@ -327,7 +327,8 @@ def test_overlapping_mentions_go_to_spans(nlp, tmp_path):
         "100\t74\t81\tovarian\tAnatomy\tA1",
         "100\t74\t88\tovarian cancer\tDisease\tD010051",
     ]))
-    docs, report = convert_pubtator(nlp, path, progress=False)
+    with pytest.warns(BioELWarning, match=r"W005.*2 mention"):
+        docs, report = convert_pubtator(nlp, path, progress=False)
     doc = docs[0]
     # longer-first at the same start: 'ovarian cancer' wins over 'ovarian'
     assert ents(doc) == [(17, 29, "breastcancer", "Disease", "D001943"),
@@ -509,7 +510,8 @@ def test_docbin_round_trip_keeps_overlaps(nlp, tmp_path):
         "100\t17\t29\tbreastcancer\tDisease\tD001943",
         "100\t23\t29\tcancer\tDisease\tD009369",
     ]))
-    docs, _ = convert_pubtator(nlp, path, progress=False)
+    with pytest.warns(BioELWarning, match="W005"):
+        docs, _ = convert_pubtator(nlp, path, progress=False)
     data = DocBin(docs=docs, store_user_data=True).to_bytes()
     loaded = list(DocBin().from_bytes(data).get_docs(spacy.blank("en").vocab))
     spans = loaded[0].spans[OVERLAPS_SPANS_KEY]

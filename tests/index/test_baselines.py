@@ -96,3 +96,14 @@ def test_tfidf_errors(kb):
     with pytest.raises(BioELError) as err:
         ExactMatchCandidates(KnowledgeBase())
     assert err.value.code == "E105"
+
+
+def test_top_k_ties_do_not_depend_on_k():
+    rng = np.random.default_rng(0)
+    scores = rng.integers(0, 3, size=(20, 50)).astype(np.float32)  # many ties
+    full, _ = top_k(scores, 50)
+    for k in (1, 2, 5, 17):
+        idx, val = top_k(scores, k)
+        assert idx.tolist() == full[:, :k].tolist()
+        expected = np.lexsort((np.arange(50)[None].repeat(20, 0), -scores), axis=1)[:, :k]
+        assert idx.tolist() == expected.tolist()

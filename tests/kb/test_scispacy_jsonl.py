@@ -2,13 +2,14 @@
 import gzip
 import json
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict
 
 import pytest
 
 from spacy_bioel.errors import BioELError, KBFormatError
 from spacy_bioel.kb import Concept, KnowledgeBase, load_kb
 from spacy_bioel.kb.scispacy_jsonl import load_scispacy_jsonl, write_scispacy_jsonl
+from tests.utils import write_lines
 
 RECORDS = [
     {"concept_id": "C0011849", "canonical_name": "Diabetes Mellitus",
@@ -18,16 +19,6 @@ RECORDS = [
      "types": ["T184", "T033"], "definition": None},
     {"concept_id": "C0000003", "canonical_name": "C\u00e9phal\u00e9e", "aliases": []},
 ]
-
-
-def write_jsonl(path: Path, lines: List[str]) -> Path:
-    text = "".join(line + "\n" for line in lines)
-    if path.suffix == ".gz":
-        with gzip.open(path, "wt", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
 
 
 def summary(kb: KnowledgeBase) -> Dict[str, tuple]:
@@ -42,7 +33,7 @@ EXPECTED = {
 
 
 def test_scispacy_jsonl_load(tmp_path: Path):
-    path = write_jsonl(tmp_path / "umls_kb.jsonl",
+    path = write_lines(tmp_path / "umls_kb.jsonl",
                        [json.dumps(RECORDS[0]), "", "   ", json.dumps(RECORDS[1]),
                         json.dumps(RECORDS[2], ensure_ascii=False)])
     kb = load_scispacy_jsonl(path, progress=False)
@@ -54,19 +45,19 @@ def test_scispacy_jsonl_load(tmp_path: Path):
 
 
 def test_scispacy_jsonl_load_gz_and_name(tmp_path: Path):
-    path = write_jsonl(tmp_path / "kb.jsonl.gz", [json.dumps(r) for r in RECORDS])
+    path = write_lines(tmp_path / "kb.jsonl.gz", [json.dumps(r) for r in RECORDS])
     kb = load_scispacy_jsonl(path, name="toy", progress=False)
     assert kb.name == "toy"
     assert summary(kb) == EXPECTED
 
 
 def test_scispacy_jsonl_via_load_kb(tmp_path: Path):
-    path = write_jsonl(tmp_path / "kb.jsonl", [json.dumps(r) for r in RECORDS])
+    path = write_lines(tmp_path / "kb.jsonl", [json.dumps(r) for r in RECORDS])
     assert summary(load_kb("scispacy", path, progress=False)) == EXPECTED
 
 
 def test_scispacy_jsonl_progress_bar(tmp_path: Path, capsys):
-    path = write_jsonl(tmp_path / "kb.jsonl", [json.dumps(r) for r in RECORDS])
+    path = write_lines(tmp_path / "kb.jsonl", [json.dumps(r) for r in RECORDS])
     load_scispacy_jsonl(path, progress=True)
     captured = capsys.readouterr()
     assert captured.out == ""
@@ -98,7 +89,7 @@ def test_write_scispacy_jsonl_exact_lines(tmp_path: Path):
 
 @pytest.mark.parametrize("filename", ["kb.jsonl", "kb.jsonl.gz"])
 def test_scispacy_jsonl_round_trip(tmp_path: Path, filename: str):
-    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(r) for r in RECORDS])
+    source = write_lines(tmp_path / "in.jsonl", [json.dumps(r) for r in RECORDS])
     kb = load_scispacy_jsonl(source, progress=False)
     out = tmp_path / filename
     assert write_scispacy_jsonl(kb, out) == 3
@@ -123,39 +114,39 @@ def assert_e001(path: Path, line: int, fragment: str) -> None:
 
 
 def test_scispacy_jsonl_e001_invalid_json(tmp_path: Path):
-    path = write_jsonl(tmp_path / "kb.jsonl", [json.dumps(RECORDS[0]), "", '{"concept_id": "C1",'])
+    path = write_lines(tmp_path / "kb.jsonl", [json.dumps(RECORDS[0]), "", '{"concept_id": "C1",'])
     assert_e001(path, 3, "invalid JSON")
 
 
 def test_scispacy_jsonl_e001_missing_concept_id(tmp_path: Path):
-    path = write_jsonl(tmp_path / "kb.jsonl",
+    path = write_lines(tmp_path / "kb.jsonl",
                        [json.dumps(RECORDS[0]), json.dumps({"canonical_name": "X", "aliases": []})])
     assert_e001(path, 2, "no 'concept_id'")
 
 
 def test_scispacy_jsonl_e001_missing_canonical_name(tmp_path: Path):
-    path = write_jsonl(tmp_path / "kb.jsonl", [json.dumps({"concept_id": "C1", "aliases": ["x"]})])
+    path = write_lines(tmp_path / "kb.jsonl", [json.dumps({"concept_id": "C1", "aliases": ["x"]})])
     assert_e001(path, 1, "no 'canonical_name'")
 
 
 def test_scispacy_jsonl_e001_not_an_object(tmp_path: Path):
-    path = write_jsonl(tmp_path / "kb.jsonl", [json.dumps(["C1", "Name"])])
+    path = write_lines(tmp_path / "kb.jsonl", [json.dumps(["C1", "Name"])])
     assert_e001(path, 1, "not an object")
 
 
 def test_scispacy_jsonl_e001_aliases_not_a_list(tmp_path: Path):
-    path = write_jsonl(tmp_path / "kb.jsonl",
+    path = write_lines(tmp_path / "kb.jsonl",
                        [json.dumps({"concept_id": "C1", "canonical_name": "A", "aliases": "B"})])
     assert_e001(path, 1, "'aliases' is not a list of strings")
 
 
 def test_scispacy_jsonl_e001_gz_names_file_and_line(tmp_path: Path):
-    path = write_jsonl(tmp_path / "kb.jsonl.gz", [json.dumps(RECORDS[0]), "not json"])
+    path = write_lines(tmp_path / "kb.jsonl.gz", [json.dumps(RECORDS[0]), "not json"])
     assert_e001(path, 2, "invalid JSON")
 
 
 def test_scispacy_jsonl_e002_duplicate_id(tmp_path: Path):
-    path = write_jsonl(tmp_path / "kb.jsonl",
+    path = write_lines(tmp_path / "kb.jsonl",
                        [json.dumps(RECORDS[0]), json.dumps(RECORDS[1]),
                         json.dumps({"concept_id": "C0011849", "canonical_name": "Again",
                                     "aliases": []})])
@@ -170,7 +161,7 @@ def test_scispacy_jsonl_e002_duplicate_id(tmp_path: Path):
 
 
 def test_scispacy_jsonl_e003_empty_canonical_name(tmp_path: Path):
-    path = write_jsonl(tmp_path / "kb.jsonl",
+    path = write_lines(tmp_path / "kb.jsonl",
                        [json.dumps(RECORDS[0]),
                         json.dumps({"concept_id": "C9", "canonical_name": "  ", "aliases": ["x"]})])
     with pytest.raises(KBFormatError) as err:
@@ -182,7 +173,7 @@ def test_scispacy_jsonl_e003_empty_canonical_name(tmp_path: Path):
 
 
 def test_scispacy_jsonl_e012_empty_file(tmp_path: Path):
-    path = write_jsonl(tmp_path / "kb.jsonl", ["", "  "])
+    path = write_lines(tmp_path / "kb.jsonl", ["", "  "])
     with pytest.raises(BioELError) as err:
         load_scispacy_jsonl(path, progress=False)
     assert err.value.code == "E012"

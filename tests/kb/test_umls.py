@@ -1,5 +1,4 @@
 """Tests for the streamed UMLS RRF loader, on tiny synthetic META directories."""
-import gzip
 import logging
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -9,6 +8,7 @@ import pytest
 from spacy_bioel.errors import BioELError, KBFormatError
 from spacy_bioel.kb import KnowledgeBase, load_kb
 from spacy_bioel.kb.umls import load_umls
+from tests.utils import write_lines
 
 
 def conso(cui: str, string: str, *, lat: str = "ENG", ts: str = "S", stt: str = "PF",
@@ -59,16 +59,6 @@ MRDEF_LINES = [
     mrdef("C0000004", "Pain in the head.", sab="NCI"),
     mrdef("C0000099", "Not loaded.", sab="NCI"),
 ]
-
-
-def write_lines(path: Path, lines: List[str]) -> Path:
-    text = "".join(line + "\n" for line in lines)
-    if path.suffix == ".gz":
-        with gzip.open(path, "wt", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
 
 
 def make_meta(directory: Path, *, conso_lines: Optional[List[str]] = None,
