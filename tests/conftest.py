@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DATA_ROOT = Path(os.environ.get("BIOEL_DATA_ROOT", REPO_ROOT.parent / "shared" / "data"))
+DATA_ROOT = Path(os.environ.get("BIOEL_DATA_ROOT", REPO_ROOT.parent / "shared" / "data")).resolve()
 
 
 @pytest.fixture(scope="session")

