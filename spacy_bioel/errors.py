@@ -114,6 +114,15 @@ class Errors(metaclass=ErrorsWithCodes):
             "or give a local Hugging Face model directory.")
     E151 = ("Unknown pooling '{pooling}' or similarity '{similarity}'. Use pooling 'cls' or "
             "'mean' and similarity 'cosine' or 'dot'.")
+    E152 = ("Unsupported candidate store: index_type '{index_type}' with backend '{backend}'. "
+            "index_type is flat | hnsw | ivfpq (hnsw and ivfpq need faiss); backend is "
+            "auto | faiss | torch.")
+    E153 = ("Embeddings of shape {shape} do not fit a store of dimension {dim} with "
+            "{n_owners} owners. Pass one (dim)-row per name and one owner per row.")
+    E154 = ("The candidate index {path} is corrupted or incomplete ({problem}). Rebuild it: "
+            "re-run the component's `initialize`, which re-encodes the KB names.")
+    E155 = ("The kNN datastore has {n_keys} keys but {n_values} values. Rebuild it from a "
+            "DocBin with gold kb ids.")
 
 
 class BioELError(ValueError):

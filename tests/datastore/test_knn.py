@@ -1,0 +1,54 @@
+import math
+
+import numpy as np
+import pytest
+
+from spacy_bioel.datastore import DatastoreKNN, interpolate, knn_distribution, model_distribution
+from spacy_bioel.errors import BioELError
+
+
+def test_interpolation_against_hand_computation():
+    candidates = [("A", 0.9), ("B", 0.8), ("C", 0.1)]
+    neighbours = [("B", 0.95), ("B", 0.5), ("D", 0.7)]
+    lam, beta1, beta2 = 0.3, 0.1, 0.5
+    # eq. 4
+    za = math.exp(9.0) + math.exp(8.0) + math.exp(1.0)
+    p_model = {"A": math.exp(9.0) / za, "B": math.exp(8.0) / za, "C": math.exp(1.0) / za}
+    # eq. 5, MAX aggregation: B keeps 0.95 only
+    zk = math.exp(0.95 / 0.5) + math.exp(0.7 / 0.5)
+    p_knn = {"B": math.exp(1.9) / zk, "D": math.exp(1.4) / zk}
+    expected = {c: lam * p_knn.get(c, 0) + (1 - lam) * p_model.get(c, 0) for c in "ABCD"}
+    got = dict(interpolate(candidates, neighbours, lam, beta1, beta2))
+    assert got == pytest.approx(expected)
+    assert sum(got.values()) == pytest.approx(1.0)
+    ranked = [c for c, _ in interpolate(candidates, neighbours, lam, beta1, beta2)]
+    assert ranked == sorted(expected, key=lambda c: -expected[c])
+    assert model_distribution(candidates, beta1) == pytest.approx(p_model)
+    assert knn_distribution(neighbours, beta2) == pytest.approx(p_knn)
+
+
+def test_interpolation_edges():
+    assert interpolate([("A", 0.5)], [], 0.5, 1.0, 1.0) == [("A", 0.5)]
+    assert interpolate([], [("A", 0.2)], 0.5, 1.0, 1.0) == [("A", 0.5)]
+    assert interpolate([("A", 1.0), ("B", 0.0)], [("B", 1.0)], 1.0, 1.0, 1.0)[0] == ("B", 1.0)
+
+
+def test_datastore_search_and_round_trip():
+    rng = np.random.default_rng(1)
+    keys = rng.normal(size=(50, 8)).astype(np.float32)
+    keys /= np.linalg.norm(keys, axis=1, keepdims=True)
+    values = [f"D{i % 7}" for i in range(50)]
+    store = DatastoreKNN(8)
+    store.add(keys, values)
+    hits = store.search(keys[:3], k=4)
+    assert [row[0][0] for row in hits] == values[:3]
+    assert [row[0][1] for row in hits] == pytest.approx([1.0, 1.0, 1.0], abs=1e-5)
+    brute = keys[:3] @ keys.T
+    for row, sims in zip(hits, brute):
+        assert [s for _, s in row] == pytest.approx(sorted(sims, reverse=True)[:4], abs=1e-5)
+    loaded = DatastoreKNN.from_bytes(store.to_bytes())
+    assert loaded.search(keys[:3], k=4) == hits
+    assert DatastoreKNN(8).search(keys[:2], k=3) == [[], []]
+    with pytest.raises(BioELError) as err:
+        store.add(keys, values[:-1])
+    assert err.value.code == "E155"
