@@ -123,6 +123,20 @@ class Errors(metaclass=ErrorsWithCodes):
             "re-run the component's `initialize`, which re-encodes the KB names.")
     E155 = ("The kNN datastore has {n_keys} keys but {n_values} values. Rebuild it from a "
             "DocBin with gold kb ids.")
+    E156 = ("Pipeline component file {path} is missing. The saved pipeline is incomplete: "
+            "save it again with nlp.to_disk, or retrain.")
+    E157 = ("The saved linker at {path} does not match this config: {key} is {saved} in the "
+            "saved weights but {config} in the config. Load with the config saved beside the "
+            "weights (spacy.load does), or retrain with the new setting.")
+    E160 = ("Component '{name}' has no knowledge base. Pass kb_loader to initialize, e.g. "
+            "[initialize.components.{name}.kb_loader] @misc = \"spacy-bioel.KBFromFile.v1\" "
+            "path = ${{paths.kb}}, or call set_kb(kb).")
+    E161 = ("Component '{name}' computes its loss inside update(): candidate retrieval needs "
+            "the embeddings. Call update() instead of get_loss().")
+    E162 = ("Linker predictions do not match the entities: {n_ents} entities but {n_pred} "
+            "predictions. Do not change doc.ents between predict and set_annotations.")
+    E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
+            "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 
 
 class BioELError(ValueError):

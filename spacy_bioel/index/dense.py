@@ -117,7 +117,16 @@ class DenseCandidateStore:
 
     def search(self, queries: np.ndarray, k: int, expansion: int = 4
                ) -> List[List[Tuple[str, float]]]:
+        """Top-k concepts per query as (concept_id, score), best first (see `search_names`)."""
+        return [[(self.concept_ids[owner], score) for owner, _name, score in row]
+                for row in self.search_names(queries, k, expansion)]
+
+    def search_names(self, queries: np.ndarray, k: int, expansion: int = 4
+                     ) -> List[List[Tuple[int, int, float]]]:
         """Top-k concepts per query (best name score per concept, descending).
+
+        RETURNS (List[List[Tuple[int, int, float]]]): (concept index, index of
+            its best name, score) per query, best first.
 
         Names are searched in growing pools (k * expansion, doubled while fewer
         than k distinct concepts appear), so the concept ranking equals exact
@@ -129,23 +138,23 @@ class DenseCandidateStore:
             raise BioELError(Errors.E105)
         queries = np.ascontiguousarray(queries, dtype=np.float32)  # (batch, dim)
         n_names = len(self)
-        results: List[Optional[List[Tuple[str, float]]]] = [None] * len(queries)
+        results: List[Optional[List[Tuple[int, int, float]]]] = [None] * len(queries)
         pending = np.arange(len(queries))
         pool = min(n_names, max(k * expansion, k))
         while len(pending):
             scores, indices = self._search_names(queries[pending], pool)
             still = []
             for row, query_index in enumerate(pending):
-                ranked: Dict[int, float] = {}
+                ranked: Dict[int, Tuple[int, float]] = {}
                 for name_index, score in zip(indices[row], scores[row]):
                     if name_index < 0:
                         continue
                     owner = int(self.owners[name_index])
                     if owner not in ranked:
-                        ranked[owner] = float(score)
+                        ranked[owner] = (int(name_index), float(score))
                 if len(ranked) >= k or pool >= n_names:
-                    results[query_index] = [(self.concept_ids[o], s) for o, s in
-                                            list(ranked.items())[:k]]
+                    results[query_index] = [(owner, name, score) for owner, (name, score)
+                                            in list(ranked.items())[:k]]
                 else:
                     still.append(query_index)
             pending = np.array(still, dtype=np.int64)

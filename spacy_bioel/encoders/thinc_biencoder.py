@@ -1,0 +1,121 @@
+"""The Thinc wrapper around the PyTorch bi-encoder, registered as the
+`spacy-bioel.BiEncoder.v1` architecture.
+
+Input: (texts, tower) with tower 'mention' or 'concept'. Output: (n, dim)
+embeddings (L2-normalised for cosine similarity). The transformer is loaded in
+`init` (never at construction), so a config can name an encoder without
+loading it; `build_from_saved` rebuilds the same module from a saved config
+before `from_disk` loads the weights.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+from pathlib import Path
+from typing import Any, Callable, List, Optional, Tuple, Union
+
+from spacy.util import registry
+from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v2
+from thinc.types import Floats2d
+
+from .torch_biencoder import DEFAULT_ENCODER, BiEncoder, load_transformer
+
+logger = logging.getLogger(__name__)
+EncoderInput = Tuple[List[str], str]
+
+
+@registry.architectures("spacy-bioel.BiEncoder.v1")
+def build_biencoder(encoder: str = DEFAULT_ENCODER, pooling: str = "mean",
+                    similarity: str = "cosine", shared_towers: bool = True,
+                    train_concept_tower: bool = True, max_length: int = 25,
+                    mixed_precision: bool = False) -> Model[EncoderInput, Floats2d]:
+    """A bi-encoder over a Hugging Face transformer.
+
+    encoder (str): A local model directory, a hub name (needs internet), or
+        'embedded:all-MiniLM-L6-v2' (the MiniLM in the `models` extra).
+    pooling (str): 'cls' (kNN-BioEL eq. 1) or 'mean'.
+    similarity (str): 'cosine' or 'dot'.
+    shared_towers (bool): One transformer for mentions and concept names.
+    train_concept_tower (bool): With separate towers, False freezes the concept
+        tower, so the candidate index never goes stale (fast on a CPU).
+    max_length (int): Maximum tokens per text.
+    mixed_precision (bool): Autocast and gradient scaling on a CUDA device (ignored on CPU).
+    """
+    return Model("bioel_biencoder", forward, init=init, layers=[],
+                 dims={"nO": None},
+                 attrs={"encoder": encoder, "pooling": pooling, "similarity": similarity,
+                        "shared_towers": shared_towers,
+                        "train_concept_tower": train_concept_tower,
+                        "max_length": max_length, "mixed_precision": mixed_precision,
+                        "tokenizer": None})
+
+
+def init(model: Model, X: Optional[EncoderInput] = None, Y: Optional[Any] = None) -> None:
+    """Load the transformer (weights included) unless already built."""
+    if model.layers:
+        return
+    tokenizer, transformer = load_transformer(model.attrs["encoder"])
+    attach_module(model, tokenizer, transformer)
+
+
+def attach_module(model: Model, tokenizer, transformer) -> None:
+    """Build the BiEncoder around `transformer` and wrap it as the model's layer."""
+    concept = None
+    if not model.attrs["shared_towers"]:
+        concept = copy.deepcopy(transformer)
+        if not model.attrs["train_concept_tower"]:
+            for parameter in concept.parameters():
+                parameter.requires_grad_(False)
+    module = BiEncoder(transformer, concept, pooling=model.attrs["pooling"],
+                       similarity=model.attrs["similarity"])
+    import torch
+
+    # autocast + grad scaling only where they exist: on a CUDA device
+    mixed = bool(model.attrs["mixed_precision"]) and torch.cuda.is_available()
+    wrapper = PyTorchWrapper_v2(module, convert_inputs=_make_converter(model),
+                                mixed_precision=mixed)
+    model._layers.append(wrapper)
+    model.attrs["tokenizer"] = tokenizer
+    model.set_dim("nO", module.dim)
+
+
+def build_from_saved(model: Model, encoder_dir: Union[str, Path]) -> None:
+    """Rebuild the module from a saved tokenizer + transformer config (random
+    weights), so that `model.from_disk` can then load the trained weights."""
+    if model.layers:
+        return
+    tokenizer, transformer = load_transformer(str(encoder_dir), config_only=True)
+    attach_module(model, tokenizer, transformer)
+
+
+def save_encoder_config(model: Model, encoder_dir: Union[str, Path]) -> None:
+    """Write the tokenizer and the transformer config (no weights) for `build_from_saved`."""
+    encoder_dir = Path(encoder_dir)
+    encoder_dir.mkdir(parents=True, exist_ok=True)
+    model.attrs["tokenizer"].save_pretrained(encoder_dir)
+    torch_module(model).mention_encoder.config.save_pretrained(encoder_dir)
+
+
+def torch_module(model: Model) -> BiEncoder:
+    """RETURNS (BiEncoder): the wrapped PyTorch module."""
+    return model.layers[0].shims[0]._model
+
+
+def _make_converter(outer: Model) -> Callable:
+    def convert_inputs(model: Model, X: EncoderInput, is_train: bool):
+        texts, tower = X
+        tokenizer = outer.attrs["tokenizer"]
+        batch = tokenizer(list(texts), padding=True, truncation=True,
+                          max_length=outer.attrs["max_length"], return_tensors="pt")
+        device = model.shims[0].device
+        args = ArgsKwargs(args=(batch["input_ids"].to(device), batch["attention_mask"].to(device)),
+                          kwargs={"tower": tower})
+        return args, lambda d_inputs: X
+    return convert_inputs
+
+
+def forward(model: Model, X: EncoderInput, is_train: bool):
+    return model.layers[0](X, is_train)
+
+
+__all__ = ["build_biencoder", "build_from_saved", "save_encoder_config", "torch_module"]

@@ -1,0 +1,1 @@
+"""The bioel_linker component."""

@@ -1,0 +1,72 @@
+"""Abbreviation definitions in running text ("familial adenomatous polyposis
+(FAP)"), found with the algorithm of Schwartz & Hearst (2003).
+
+References:
+    Schwartz AS, Hearst MA. A simple algorithm for identifying abbreviation
+    definitions in biomedical text. Pacific Symposium on Biocomputing 2003.
+    (scispaCy's AbbreviationDetector implements the same algorithm.)
+
+A short form is a parenthesised token of 2-10 characters with a letter whose
+first character is alphanumeric; its long form is the shortest stretch of the
+at most min(|SF| + 5, 2 |SF|) preceding words in which the short form's
+characters occur in order, matched right to left, its first character at the
+start of a word.
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, Optional
+
+_PAREN = re.compile(r"\(([^()]{1,12})\)")
+
+
+def _is_short_form(candidate: str) -> bool:
+    if not 2 <= len(candidate) <= 10 or len(candidate.split()) > 2:
+        return False
+    return candidate[0].isalnum() and any(c.isalpha() for c in candidate)
+
+
+def best_long_form(short_form: str, preceding: str) -> Optional[str]:
+    """Schwartz-Hearst matching of `short_form` inside the words of `preceding`.
+
+    RETURNS (Optional[str]): the long form, or None when it does not match.
+    """
+    s_index = len(short_form) - 1
+    l_index = len(preceding) - 1
+    while s_index >= 0:
+        char = short_form[s_index].lower()
+        if not char.isalnum():
+            s_index -= 1
+            continue
+        while l_index >= 0 and (preceding[l_index].lower() != char or (
+                s_index == 0 and l_index > 0 and preceding[l_index - 1].isalnum())):
+            l_index -= 1
+        if l_index < 0:
+            return None
+        l_index -= 1
+        s_index -= 1
+    start = preceding.rfind(" ", 0, l_index + 1) + 1
+    long_form = preceding[start:].strip()
+    if len(long_form) <= len(short_form) or short_form.lower() in long_form.lower().split():
+        return None
+    return long_form
+
+
+def find_abbreviations(text: str) -> Dict[str, str]:
+    """Short form -> long form for every definition "long form (SF)" in `text`
+    (the first definition of a short form wins)."""
+    out: Dict[str, str] = {}
+    for match in _PAREN.finditer(text):
+        short_form = match.group(1).strip()
+        if not _is_short_form(short_form) or short_form in out:
+            continue
+        words = text[:match.start()].rstrip().split()
+        window = min(len(short_form) + 5, 2 * len(short_form))
+        preceding = " ".join(words[-window:])
+        long_form = best_long_form(short_form, preceding)
+        if long_form:
+            out[short_form] = long_form
+    return out
+
+
+__all__ = ["find_abbreviations", "best_long_form"]

@@ -1,0 +1,429 @@
+"""The `bioel_linker` component: a trainable bi-encoder, a dense candidate store
+over every concept name, a kNN datastore of training mentions, and NIL flags.
+
+Staleness: the candidate index holds concept-name embeddings and the datastore
+holds training-mention embeddings. After an `update` the mention tower has
+changed (so the datastore is stale) and, when the concept tower is trained
+(shared towers, or `train_concept_tower=True`), the index too. Both are
+rebuilt lazily at defined moments: before `predict` (so every evaluation sees
+fresh embeddings), before `to_disk`, and the index at the end of every epoch
+of training (every time `update` has seen as many mentions as the training
+set holds), which refreshes the dynamic hard negatives (kNN-BioEL Sec. 2.2).
+"""
+
+import logging
+from itertools import islice
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+import srsly
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc, Span
+from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.util import ensure_path
+from spacy.vocab import Vocab
+from thinc.api import Model, Optimizer
+from tqdm import tqdm
+
+from ..corpora.documents import split_gold_ids
+from ..datastore.knn import DatastoreKNN, interpolate, model_distribution
+from ..errors import BioELError, Errors
+from ..index.dense import DenseCandidateStore
+from ..index.names import NameTable
+from ..kb.knowledge_base import NIL, KnowledgeBase
+from .abbreviations import find_abbreviations
+
+logger = logging.getLogger(__name__)
+Scored = List[Tuple[str, float]]
+
+DEFAULT_MODEL = """
+[model]
+@architectures = "spacy-bioel.BiEncoder.v1"
+encoder = "embedded:all-MiniLM-L6-v2"
+pooling = "mean"
+similarity = "cosine"
+shared_towers = true
+train_concept_tower = true
+max_length = 25
+mixed_precision = false
+"""
+
+
+def install_extensions(kb_ents_attr: str, is_nil_attr: str, nil_score_attr: str) -> None:
+    """Span extensions, installed once each; default None (no shared mutable default)."""
+    for attr in (kb_ents_attr, is_nil_attr, nil_score_attr):
+        if not Span.has_extension(attr):
+            Span.set_extension(attr, default=None)
+
+
+class BioELLinker(TrainablePipe):
+    """Link every `doc.ents` entry to a KB concept with a score, or flag it NIL.
+
+    Writes `ent.kb_id_` (a concept id or 'NIL'), `ent._.<kb_ents_attr>` =
+    [(concept_id, score), ...] best first (scispaCy's format; scores are the
+    interpolated probabilities of kNN-BioEL eq. 6, or the model's eq. 4
+    softmax when the datastore is off), `ent._.<is_nil_attr>` and
+    `ent._.<nil_score_attr>` (1 - the best cosine similarity among the
+    candidates and, when used, the retrieved neighbours).
+    """
+
+    def __init__(self, vocab: Vocab, model: Model, name: str = "bioel_linker", *,
+                 loss: Callable, n_hard_negatives: int, top_k: int, index_type: str,
+                 index_backend: str, use_knn: bool, knn_k: int, knn_lambda: float,
+                 knn_beta1: float, knn_beta2: float, nil_threshold: Optional[float],
+                 context_window: int, abbreviations: bool, encode_batch_size: int,
+                 kb_ents_attr: str, is_nil_attr: str, nil_score_attr: str,
+                 scorer: Optional[Callable]) -> None:
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.loss = loss
+        self.scorer = scorer
+        self.cfg: Dict[str, Any] = {
+            "n_hard_negatives": n_hard_negatives, "top_k": top_k, "index_type": index_type,
+            "index_backend": index_backend, "use_knn": use_knn, "knn_k": knn_k,
+            "knn_lambda": knn_lambda, "knn_beta1": knn_beta1, "knn_beta2": knn_beta2,
+            "nil_threshold": nil_threshold, "context_window": context_window,
+            "abbreviations": abbreviations, "encode_batch_size": encode_batch_size,
+            "kb_ents_attr": kb_ents_attr, "is_nil_attr": is_nil_attr,
+            "nil_score_attr": nil_score_attr,
+        }
+        install_extensions(kb_ents_attr, is_nil_attr, nil_score_attr)
+        self.kb: Optional[KnowledgeBase] = None
+        self.names: Optional[NameTable] = None
+        self.store: Optional[DenseCandidateStore] = None
+        self.datastore: Optional[DatastoreKNN] = None
+        self.train_mentions: List[Tuple[str, str]] = []  # (mention text, gold concept id)
+        self._name_embeddings: Optional[np.ndarray] = None
+        self._concept_index: Dict[str, int] = {}
+        self._index_stale = True
+        self._datastore_stale = True
+        self._seen_in_epoch = 0
+        self.epochs_refreshed = 0
+
+    # ------------------------------------------------------------------ setup
+    def set_kb(self, kb: KnowledgeBase) -> None:
+        """Use `kb` (the index is rebuilt before the next prediction)."""
+        self.kb = kb
+        self.names = NameTable(kb)
+        self._concept_index = {cid: i for i, cid in enumerate(self.names.concept_ids)}
+        self._index_stale = True
+
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
+                   nlp: Optional[Language] = None,
+                   kb_loader: Optional[Callable[[], KnowledgeBase]] = None) -> None:
+        """Load the KB and the encoder, encode every concept name into the
+        index, and build the datastore from the training mentions.
+
+        get_examples (Callable[[], Iterable[Example]]): Training examples (gold kb ids).
+        nlp (Language): The pipeline.
+        kb_loader (Callable[[], KnowledgeBase]): e.g. `spacy-bioel.KBFromFile.v1`.
+        """
+        validate_get_examples(get_examples, "BioELLinker.initialize")
+        if kb_loader is None and self.kb is None:
+            raise BioELError(Errors.E160.format(name=self.name))
+        if kb_loader is not None:
+            self.set_kb(kb_loader())
+        examples = list(get_examples())
+        self.model.initialize(X=([" "], "mention"))
+        self.train_mentions = self._gold_mentions(examples)
+        self._index_stale = self._datastore_stale = True
+        self.refresh(force=True)
+
+    def _gold_mentions(self, examples: Iterable[Example]) -> List[Tuple[str, str]]:
+        """(mention input text, primary gold id) of linkable reference mentions."""
+        out = []
+        for eg in examples:
+            spans = [self._mention_input(ent) for ent in eg.reference.ents]
+            for ent, text in zip(eg.reference.ents, spans):
+                primary = self._gold_primary(ent.kb_id_)
+                if primary is not None:
+                    out.append((text, primary))
+        return out
+
+    def _gold_primary(self, kb_id: str) -> Optional[str]:
+        for concept_id in split_gold_ids(kb_id):
+            primary = self.kb.resolve(concept_id) if self.kb is not None else None
+            if primary is not None and primary in self._concept_index:
+                return primary
+        return None
+
+    # -------------------------------------------------------------- encoding
+    def _mention_input(self, ent: Span) -> str:
+        window = self.cfg["context_window"]
+        if window <= 0:
+            return ent.text
+        doc = ent.doc
+        left = doc[max(0, ent.start - window):ent.start].text
+        right = doc[ent.end:ent.end + window].text
+        return f"{left} [M] {ent.text} [/M] {right}".strip()
+
+    def embed(self, texts: Sequence[str], tower: str, progress: bool = False) -> np.ndarray:
+        """Embed texts in length-bucketed batches without gradients.
+
+        RETURNS (np.ndarray): (len(texts), dim) float32.
+        """
+        size = self.cfg["encode_batch_size"]
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.zeros((len(texts), self.model.get_dim("nO")), dtype=np.float32)
+        batches = [order[i:i + size] for i in range(0, len(order), size)]
+        for indices in tqdm(batches, desc=f"Encoding {tower}s", unit=" batches",
+                            disable=not progress):
+            emb = self.model.predict(([texts[i] for i in indices], tower))
+            out[indices] = self.model.ops.to_numpy(emb)
+        return out
+
+    def refresh(self, force: bool = False) -> None:
+        """Rebuild what is stale: the concept-name index, then the datastore."""
+        if self.kb is None:
+            raise BioELError(Errors.E160.format(name=self.name))
+        if self._index_stale or force or self.store is None:
+            logger.info("%s: encoding %d names of %d concepts", self.name, len(self.names),
+                        len(self.names.concept_ids))
+            self._name_embeddings = self.embed(self.names.names, "concept", progress=True)
+            self.store = DenseCandidateStore(self.names.concept_ids, self._name_embeddings.shape[1],
+                                             index_type=self.cfg["index_type"],
+                                             backend=self.cfg["index_backend"])
+            self.store.add(self._name_embeddings, self.names.owners)
+            self._index_stale = False
+        if self._datastore_stale or force or self.datastore is None:
+            self.datastore = DatastoreKNN(self.model.get_dim("nO"))
+            if self.train_mentions:
+                keys = self.embed([t for t, _ in self.train_mentions], "mention")
+                self.datastore.add(keys, [cid for _, cid in self.train_mentions])
+            self._datastore_stale = False
+
+    def build_datastore(self, docs: Iterable[Doc]) -> int:
+        """Replace the datastore with the gold mentions of `docs` (e.g. a DocBin
+        of train + dev). RETURNS (int): the number of keys."""
+        self.train_mentions = self._gold_mentions(Example(d, d) for d in docs)
+        self._datastore_stale = True
+        self.refresh()
+        return len(self.datastore)
+
+    # ------------------------------------------------------------------ train
+    def update(self, examples: Iterable[Example], *, drop: float = 0.0,
+               sgd: Optional[Optimizer] = None, losses: Optional[Dict[str, float]] = None
+               ) -> Dict[str, float]:
+        """One step of InfoNCE with in-batch and dynamic hard negatives
+        (kNN-BioEL eq. 3) over the batch's linkable gold mentions."""
+        import torch
+        from thinc.api import torch2xp, xp2torch
+
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        validate_examples(examples, "BioELLinker.update")
+        mentions = self._gold_mentions(examples)
+        if not mentions:
+            return losses
+        self._ensure_name_embeddings()
+        texts = [t for t, _ in mentions]
+        gold = [self._concept_index[cid] for _, cid in mentions]
+        mention_emb, backprop_mentions = self.model.begin_update((texts, "mention"))
+        queries = self.model.ops.to_numpy(mention_emb)  # (batch, dim)
+        p = min(self.cfg["n_hard_negatives"], len(self.names.concept_ids) - 1)
+        positives, negatives = self._select_names(queries, gold, p)
+        m = xp2torch(mention_emb, requires_grad=True)
+        if self._concept_tower_trained():
+            name_texts = [self.names.names[i] for i in positives + negatives]
+            name_emb, backprop_names = self.model.begin_update((name_texts, "concept"))
+            n = xp2torch(name_emb, requires_grad=True)
+        else:  # frozen concept tower: the indexed name embeddings are exact and current
+            backprop_names = None
+            n = torch.from_numpy(self._name_embeddings[positives + negatives]).to(m.device)
+        batch = len(texts)
+        hard = n[batch:].reshape(batch, p, -1) if p else None  # (batch, p, dim)
+        loss = self.loss(m, n[:batch], hard, torch.tensor(gold, device=m.device))
+        loss.backward()
+        backprop_mentions(torch2xp(m.grad))
+        if backprop_names is not None:
+            backprop_names(torch2xp(n.grad))
+        if sgd not in (None, False):
+            self.finish_update(sgd)
+        losses[self.name] += float(loss.detach())
+        self._datastore_stale = True
+        if self._concept_tower_trained():
+            self._index_stale = True
+        self._seen_in_epoch += batch
+        if self.train_mentions and self._seen_in_epoch >= len(self.train_mentions):
+            self._seen_in_epoch = 0
+            self.epochs_refreshed += 1
+            self.refresh()  # epoch end: fresh names for the next epoch's hard negatives
+        return losses
+
+    def _concept_tower_trained(self) -> bool:
+        attrs = self.model.attrs
+        return bool(attrs.get("shared_towers", True) or attrs.get("train_concept_tower", True))
+
+    def _select_names(self, queries: np.ndarray, gold: List[int], p: int
+                      ) -> Tuple[List[int], List[int]]:
+        """Positive: the gold concept's name closest to the mention. Hard
+        negatives: the best name of each of the top-p wrong concepts retrieved
+        from the whole KB with the current mention embeddings (the index is
+        refreshed every epoch)."""
+        names = self.names
+        positives = []
+        for query, concept in zip(queries, gold):
+            start = names.offsets[concept]
+            end = names.offsets[concept + 1] if concept + 1 < len(names.offsets) else len(names)
+            sims = self._name_embeddings[start:end] @ query
+            positives.append(int(start + np.argmax(sims)))
+        negatives: List[int] = []
+        if p:
+            hits = self.store.search_names(queries, k=p + 1)
+            for row, concept in zip(hits, gold):
+                negatives.extend([name for owner, name, _ in row if owner != concept][:p])
+        return positives, negatives
+
+    def get_loss(self, examples: Iterable[Example], scores: Any) -> Tuple[float, Any]:
+        """The loss is computed inside `update` (it needs retrieval); not used."""
+        raise NotImplementedError(Errors.E161.format(name=self.name))
+
+    # -------------------------------------------------------------- predict
+    def predict(self, docs: Iterable[Doc]) -> List[List[Dict[str, Any]]]:
+        """Candidates, scores and NIL score for every entity of every doc.
+
+        RETURNS (List[List[Dict[str, Any]]]): per doc, per ent: {'candidates':
+            [(id, score)], 'nil_score': float}.
+        """
+        docs = list(docs)
+        spans = [(i, ent) for i, doc in enumerate(docs) for ent in doc.ents]
+        out: List[List[Dict[str, Any]]] = [[] for _ in docs]
+        if not spans:
+            return out
+        self.refresh()
+        texts = [self._mention_input(ent) for _, ent in spans]
+        long_forms = self._long_forms(docs) if self.cfg["abbreviations"] else {}
+        extra = [(k, long_forms[(i, ent.start_char, ent.end_char)])
+                 for k, (i, ent) in enumerate(spans) if (i, ent.start_char, ent.end_char) in long_forms]
+        all_texts = texts + [text for _, text in extra]
+        embeddings = self.embed(all_texts, "mention")
+        ranked = self._rank(embeddings)
+        for (k, _), long_result in zip(extra, ranked[len(texts):]):
+            if long_result["support"] > ranked[k]["support"]:
+                ranked[k] = long_result
+        for (i, _), result in zip(spans, ranked[:len(texts)]):
+            out[i].append(result)
+        return out
+
+    def _rank(self, embeddings: np.ndarray) -> List[Dict[str, Any]]:
+        cfg = self.cfg
+        candidates = self.store.search(embeddings, k=min(cfg["top_k"], len(self.names.concept_ids)))
+        use_knn = cfg["use_knn"] and self.datastore is not None and len(self.datastore)
+        neighbours = self.datastore.search(embeddings, cfg["knn_k"]) if use_knn else \
+            [[] for _ in candidates]
+        results = []
+        for cands, neigh in zip(candidates, neighbours):
+            if use_knn:
+                scored = interpolate(cands, neigh, cfg["knn_lambda"], cfg["knn_beta1"],
+                                     cfg["knn_beta2"])[:cfg["top_k"]]
+            else:
+                probs = model_distribution(cands, cfg["knn_beta1"])
+                scored = [(cid, probs[cid]) for cid, _ in cands]
+            best_sim = max([s for _, s in cands[:1]] + [s for _, s in neigh[:1]], default=-1.0)
+            results.append({"candidates": [(c, float(s)) for c, s in scored],
+                            "nil_score": float(1.0 - best_sim), "support": best_sim})
+        return results
+
+    def _long_forms(self, docs: List[Doc]) -> Dict[Tuple[int, int, int], str]:
+        """(doc index, start, end) of short-form entities -> their long form."""
+        out = {}
+        for i, doc in enumerate(docs):
+            pairs = find_abbreviations(doc.text)
+            if not pairs:
+                continue
+            for ent in doc.ents:
+                long_form = pairs.get(ent.text)
+                if long_form:
+                    out[(i, ent.start_char, ent.end_char)] = long_form
+        return out
+
+    def set_annotations(self, docs: Iterable[Doc], predictions: List[List[Dict[str, Any]]]) -> None:
+        """Write kb_id_, the scored candidate list and the NIL flags."""
+        cfg = self.cfg
+        threshold = cfg["nil_threshold"]
+        for doc, doc_predictions in zip(docs, predictions):
+            ents = list(doc.ents)
+            if len(ents) != len(doc_predictions):
+                raise BioELError(Errors.E162.format(n_ents=len(ents), n_pred=len(doc_predictions)))
+            for ent, result in zip(ents, doc_predictions):
+                candidates = result["candidates"]
+                nil = not candidates or (threshold is not None and result["nil_score"] >= threshold)
+                ent.kb_id_ = NIL if nil else candidates[0][0]
+                ent._.set(cfg["kb_ents_attr"], candidates)
+                ent._.set(cfg["is_nil_attr"], nil)
+                ent._.set(cfg["nil_score_attr"], result["nil_score"])
+            doc.ents = ents
+
+    def canonical_name(self, concept_id: str) -> Optional[str]:
+        """RETURNS (Optional[str]): the KB's canonical name of a concept."""
+        concept = self.kb.get(concept_id) if self.kb is not None else None
+        return concept.canonical_name if concept is not None else None
+
+    # ------------------------------------------------------------- serialise
+    def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
+        """Save cfg, KB, index, datastore, encoder config and weights (the index
+        and datastore are refreshed first, so saved embeddings are current)."""
+        from ..encoders.thinc_biencoder import save_encoder_config
+
+        path = ensure_path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.refresh()
+        cfg = dict(self.cfg, dim=self.model.get_dim("nO"),
+                   encoder_attrs={k: v for k, v in self.model.attrs.items() if k != "tokenizer"})
+        srsly.write_json(path / "cfg", cfg)
+        self.kb.to_disk(path / "kb")
+        (path / "index").write_bytes(self.store.to_bytes())
+        (path / "datastore").write_bytes(self.datastore.to_bytes())
+        srsly.write_msgpack(path / "train_mentions", self.train_mentions)
+        save_encoder_config(self.model, path / "encoder")
+        self.model.to_disk(path / "model")
+
+    def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "BioELLinker":
+        """Restore everything `to_disk` wrote. Raises E156 for a missing file,
+        E157 for a config that does not match the saved weights, E154 for a
+        corrupted index."""
+        from ..encoders.thinc_biencoder import build_from_saved
+
+        path = ensure_path(path)
+        for part in ("cfg", "kb", "index", "datastore", "train_mentions", "encoder", "model"):
+            if not (path / part).exists():
+                raise BioELError(Errors.E156.format(path=path / part))
+        saved = srsly.read_json(path / "cfg")
+        attrs = saved.get("encoder_attrs", {})
+        for key in ("pooling", "similarity", "shared_towers"):
+            if key in attrs and attrs[key] != self.model.attrs.get(key):
+                raise BioELError(Errors.E157.format(path=path, key=key, saved=attrs[key],
+                                                    config=self.model.attrs.get(key)))
+        self.cfg.update({k: v for k, v in saved.items() if k in self.cfg})
+        self.set_kb(KnowledgeBase.from_disk(path / "kb"))
+        build_from_saved(self.model, path / "encoder")
+        try:
+            self.model.from_disk(path / "model")
+        except (ValueError, RuntimeError, KeyError) as err:
+            raise BioELError(Errors.E157.format(path=path, key="weights", saved=type(err).__name__,
+                                                config=str(err)[:200]))
+        if self.model.get_dim("nO") != saved["dim"]:
+            raise BioELError(Errors.E157.format(path=path, key="dim", saved=saved["dim"],
+                                                config=self.model.get_dim("nO")))
+        self.store = DenseCandidateStore.from_bytes((path / "index").read_bytes(),
+                                                    path=str(path / "index"))
+        if len(self.store) != len(self.names):
+            raise BioELError(Errors.E154.format(path=path / "index",
+                                                problem="its name count differs from the KB's"))
+        self._name_embeddings = None
+        self.datastore = DatastoreKNN.from_bytes((path / "datastore").read_bytes())
+        self.train_mentions = [tuple(x) for x in srsly.read_msgpack(path / "train_mentions")]
+        self._index_stale = self._datastore_stale = False
+        return self
+
+    def _ensure_name_embeddings(self) -> None:
+        if self._name_embeddings is None:
+            self._index_stale = True
+            self.refresh()
+
+
+__all__ = ["BioELLinker", "install_extensions", "DEFAULT_MODEL"]

@@ -1,0 +1,1 @@
+"""Training helpers: corpus readers (registered in `spacy_readers`)."""

@@ -1,0 +1,48 @@
+"""Corpus reader that gives the linker gold mention spans.
+
+Linking is evaluated with gold spans given: each Example's predicted doc has
+the reference's tokens and entity spans (labels kept, kb ids removed), so
+`nlp.evaluate` and `spacy train` exercise the linker without an NER model.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Optional
+
+from spacy.language import Language
+from spacy.tokens import Doc, DocBin, Span
+from spacy.training import Example
+from spacy.util import registry
+
+from ..errors import BioELError, Errors
+
+
+def gold_spans_doc(nlp: Language, reference: Doc) -> Doc:
+    """A copy of `reference`'s tokens and entity spans without kb ids."""
+    doc = Doc(nlp.vocab, words=[t.text for t in reference],
+              spaces=[bool(t.whitespace_) for t in reference])
+    doc.user_data.update(reference.user_data)
+    doc.ents = [Span(doc, e.start, e.end, label=e.label_) for e in reference.ents]
+    return doc
+
+
+@registry.readers("spacy-bioel.GoldEntsCorpus.v1")
+def create_gold_ents_corpus(path: Optional[Path], limit: int = 0
+                            ) -> Callable[[Language], Iterable[Example]]:
+    """Read a DocBin written by `python -m spacy_bioel convert` into Examples whose
+    predicted docs carry the gold spans (no kb ids).
+
+    path (Optional[Path]): The .spacy file.
+    limit (int): Read at most this many docs (0: all).
+    """
+    def read(nlp: Language) -> Iterator[Example]:
+        if path is None or not Path(path).exists():
+            raise BioELError(Errors.E008.format(path=path))
+        for i, reference in enumerate(DocBin().from_disk(path).get_docs(nlp.vocab)):
+            if limit and i >= limit:
+                break
+            yield Example(gold_spans_doc(nlp, reference), reference)
+    return read
+
+
+__all__ = ["create_gold_ents_corpus", "gold_spans_doc"]

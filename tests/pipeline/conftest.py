@@ -1,0 +1,36 @@
+import string
+
+import pytest
+
+from spacy_bioel import Concept, KnowledgeBase
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory):
+    """A random-weight 2-layer BERT (hidden 32) with a character WordPiece vocab (~100 KB)."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    path = tmp_path_factory.mktemp("tiny_bert")
+    chars = list(string.ascii_lowercase + string.digits) + list("[]/-'(),.")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + ["##" + c for c in chars]
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+    import torch
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture
+def toy_kb():
+    kb = KnowledgeBase(name="toy")
+    kb.add(Concept("D1", "colorectal carcinoma", ("colon cancer",)))
+    kb.add(Concept("D2", "myocardial infarction", ("heart attack",)))
+    kb.add(Concept("D3", "type 2 diabetes", ("NIDDM",)))
+    kb.add(Concept("D4", "breast carcinoma"))
+    kb.add(Concept("D5", "hepatoblastoma"))
+    kb.add(Concept("D6", "asthma"))
+    return kb

@@ -1,0 +1,154 @@
+"""spaCy's overfitting pattern for the bioel_linker component, on a tiny random BERT."""
+import pytest
+import spacy
+from spacy.tokens import Doc, Span
+from spacy.training import Example
+from thinc.api import Adam
+
+from spacy_bioel.errors import BioELError
+from spacy_bioel.training.readers import gold_spans_doc
+
+TRAIN = [
+    ("Patients with colon cancer had a heart attack .", [(14, 26, "D1"), (33, 45, "D2")]),
+    ("NIDDM and breast carcinoma were frequent .", [(0, 5, "D3"), (10, 26, "D4")]),
+    ("One child had hepatoblastoma and asthma .", [(14, 28, "D5"), (33, 39, "D6")]),
+    ("Colon cancer , heart attack and NIDDM .", [(0, 12, "D1"), (15, 27, "D2"), (32, 37, "D3")]),
+]
+
+
+def make_doc(nlp, text, spans, with_ids=True):
+    doc = nlp.make_doc(text)
+    doc.ents = [doc.char_span(s, e, label="Disease", kb_id=cid if with_ids else "")
+                for s, e, cid in spans]
+    return doc
+
+
+def make_nlp(tiny_bert_dir, **overrides):
+    nlp = spacy.blank("en")
+    config = {"model": {"@architectures": "spacy-bioel.BiEncoder.v1",
+                        "encoder": str(tiny_bert_dir), "pooling": "mean", "max_length": 16},
+              "n_hard_negatives": 2, "top_k": 5, "knn_k": 2, "use_knn": True,
+              "loss": {"@misc": "spacy-bioel.InfoNCELoss.v1", "temperature": 0.1}}
+    config.update(overrides)
+    nlp.add_pipe("bioel_linker", config=config)
+    return nlp
+
+
+def examples(nlp):
+    return [Example(gold_spans_doc(nlp, make_doc(nlp, t, s)), make_doc(nlp, t, s))
+            for t, s in TRAIN]
+
+
+def predictions(docs):
+    return [[(e.text, e.kb_id_, [c for c, _ in e._.kb_ents]) for e in doc.ents] for doc in docs]
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_bert_dir, tmp_path_factory):
+    import torch
+
+    from spacy_bioel import Concept, KnowledgeBase
+
+    torch.manual_seed(0)
+    kb = KnowledgeBase(name="toy")
+    for cid, name, syns in [("D1", "colorectal carcinoma", ("colon neoplasm",)),
+                            ("D2", "myocardial infarction", ()),
+                            ("D3", "type 2 diabetes", ()), ("D4", "breast carcinoma", ()),
+                            ("D5", "hepatoblastoma", ()), ("D6", "asthma", ())]:
+        kb.add(Concept(cid, name, syns))
+    nlp = make_nlp(tiny_bert_dir)
+    train = examples(nlp)
+    nlp.get_pipe("bioel_linker").set_kb(kb)
+    nlp.initialize(lambda: train)
+    optimizer = Adam(1e-3)
+    history = []
+    for _ in range(60):
+        losses = {}
+        nlp.update(train, sgd=optimizer, losses=losses)
+        history.append(losses["bioel_linker"])
+    return nlp, history, tmp_path_factory.mktemp("linker")
+
+
+def test_loss_falls(trained):
+    _, history, _ = trained
+    assert history[-1] < history[0] * 0.5
+
+
+def test_overfit_predictions_match_gold(trained):
+    nlp, _, _ = trained
+    docs = [nlp(gold_spans_doc(nlp, make_doc(nlp, t, s))) for t, s in TRAIN]
+    for doc, (_, spans) in zip(docs, TRAIN):
+        assert [e.kb_id_ for e in doc.ents] == [cid for _, _, cid in spans]
+        for ent in doc.ents:
+            scores = [s for _, s in ent._.kb_ents]
+            assert scores == sorted(scores, reverse=True) and len(scores) <= 5
+            assert ent._.is_nil is False and isinstance(ent._.nil_score, float)
+
+
+def test_to_disk_and_load_identical(trained):
+    nlp, _, path = trained
+    inputs = [gold_spans_doc(nlp, make_doc(nlp, t, s)) for t, s in TRAIN]
+    before = predictions([nlp(d) for d in inputs])
+    nlp.to_disk(path)
+    loaded = spacy.load(path)
+    inputs = [gold_spans_doc(loaded, make_doc(loaded, t, s)) for t, s in TRAIN]
+    after = predictions([loaded(d) for d in inputs])
+    assert after == before
+    scores_before = [[e._.kb_ents for e in nlp(gold_spans_doc(nlp, make_doc(nlp, t, s))).ents]
+                     for t, s in TRAIN]
+    scores_after = [[e._.kb_ents for e in loaded(gold_spans_doc(loaded, make_doc(loaded, t, s))).ents]
+                    for t, s in TRAIN]
+    for a_doc, b_doc in zip(scores_after, scores_before):
+        for a, b in zip(a_doc, b_doc):
+            assert [c for c, _ in a] == [c for c, _ in b]
+            assert [s for _, s in a] == pytest.approx([s for _, s in b], abs=1e-5)
+
+
+def test_pipe_equals_call(trained):
+    nlp, _, _ = trained
+    inputs = [gold_spans_doc(nlp, make_doc(nlp, t, s)) for t, s in TRAIN]
+    piped = predictions(nlp.pipe([d.copy() for d in inputs], batch_size=2))
+    called = predictions([nlp(d.copy()) for d in inputs])
+    assert piped == called
+
+
+def test_evaluate_returns_our_keys(trained):
+    nlp, _, _ = trained
+    scores = nlp.evaluate(examples(nlp))
+    assert scores["bioel_acc@1"] == 1.0
+    assert "bioel_acc@5" in scores and "nel_micro_f" in scores
+
+
+def test_edge_inputs(trained):
+    nlp, _, _ = trained
+    assert list(nlp("No entities here at all .").ents) == []
+    assert list(nlp("").ents) == []
+    long_text = " ".join(["word"] * 300) + " colon cancer"
+    doc = nlp.make_doc(long_text)
+    doc.ents = [Span(doc, 0, 300, label="Disease"), Span(doc, 300, 302, label="Disease")]
+    doc = nlp(doc)
+    assert all(e.kb_id_ for e in doc.ents)
+    doc = nlp.make_doc("Maladie de Crohn ou diabète sucré : ÉTUDE")
+    doc.ents = [Span(doc, 0, 3, label="Disease"), Span(doc, 4, 6, label="Disease")]
+    assert [bool(e.kb_id_) for e in nlp(doc).ents] == [True, True]
+
+
+def test_nil_threshold_flags(trained):
+    nlp, _, _ = trained
+    linker = nlp.get_pipe("bioel_linker")
+    old = linker.cfg["nil_threshold"]
+    try:
+        linker.cfg["nil_threshold"] = -10.0  # every nil_score >= -10: all NIL
+        doc = nlp(gold_spans_doc(nlp, make_doc(nlp, *TRAIN[0])))
+        assert [e.kb_id_ for e in doc.ents] == ["NIL", "NIL"]
+        assert all(e._.is_nil for e in doc.ents)
+        assert all(e._.kb_ents for e in doc.ents)  # candidates are still written
+    finally:
+        linker.cfg["nil_threshold"] = old
+
+
+def test_initialize_without_kb_errors(tiny_bert_dir):
+    nlp = make_nlp(tiny_bert_dir)
+    with pytest.raises(BioELError) as err:
+        nlp.initialize(lambda: examples(nlp))
+    assert err.value.code == "E160"
