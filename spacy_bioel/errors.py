@@ -135,6 +135,8 @@ class Errors(metaclass=ErrorsWithCodes):
             "the embeddings. Call update() instead of get_loss().")
     E162 = ("Linker predictions do not match the entities: {n_ents} entities but {n_pred} "
             "predictions. Do not change doc.ents between predict and set_annotations.")
+    E164 = ("Component '{name}': get_examples must be a function returning Examples (it may "
+            "return none), not {value}. Pass lambda: examples, or use nlp.initialize().")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

@@ -1,7 +1,10 @@
 import os
+import string
 from pathlib import Path
 
 import pytest
+
+from spacy_bioel import Concept, KnowledgeBase
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATA_ROOT = Path(os.environ.get("BIOEL_DATA_ROOT", REPO_ROOT.parent / "shared" / "data")).resolve()
@@ -13,3 +16,35 @@ def data_root() -> Path:
     if not (DATA_ROOT / "ncbi_disease").is_dir():
         pytest.skip(f"real data not found at {DATA_ROOT} (set BIOEL_DATA_ROOT)")
     return DATA_ROOT
+
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory):
+    """A random-weight 2-layer BERT (hidden 32) with a character WordPiece vocab (~100 KB)."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    path = tmp_path_factory.mktemp("tiny_bert")
+    chars = list(string.ascii_lowercase + string.digits) + list("[]/-'(),.")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + ["##" + c for c in chars]
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+    import torch
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture
+def toy_kb():
+    kb = KnowledgeBase(name="toy")
+    kb.add(Concept("D1", "colorectal carcinoma", ("colon cancer",)))
+    kb.add(Concept("D2", "myocardial infarction", ("heart attack",)))
+    kb.add(Concept("D3", "type 2 diabetes", ("NIDDM",)))
+    kb.add(Concept("D4", "breast carcinoma"))
+    kb.add(Concept("D5", "hepatoblastoma"))
+    kb.add(Concept("D6", "asthma"))
+    return kb

@@ -13,6 +13,20 @@ from ._app import app, read_docs, setup_logging, write_json
 logger = logging.getLogger(__name__)
 
 
+def parse_settings(settings: List[str]) -> dict:
+    """KEY=VALUE strings -> dict with JSON-parsed values ('false' -> False, '0.1' -> 0.1)."""
+    import json
+
+    out = {}
+    for item in settings:
+        key, _, value = item.partition("=")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
 @app.command("evaluate")
 def evaluate(
     linker: str = typer.Argument(..., help="A saved pipeline directory, or a baseline: exact | tfidf"),
@@ -24,7 +38,9 @@ def evaluate(
     k: int = typer.Option(64, "--k", help="Candidates per mention (recall@k uses this k)"),
     n_bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for 95% intervals"),
     dataset: str = typer.Option("", "--dataset", help="Dataset label for tables"),
+    label: str = typer.Option("", "--label", help="Linker label for tables (default: the linker name)"),
     kb_ents_attr: str = typer.Option("kb_ents", "--kb-ents-attr", help="Span extension a pipeline writes"),
+    settings: List[str] = typer.Option([], "--set", help="Pipeline linker cfg override KEY=VALUE (e.g. use_knn=false), repeatable"),
     word_weight: float = typer.Option(0.25, "--word-weight", help="tfidf: weight of word unigrams (0.25: chosen on NCBI and BC5CDR dev, see README)"),
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:
@@ -60,17 +76,17 @@ def evaluate(
         records = run_generator(generator, docs, k)
     elif Path(linker).is_dir():
         build_seconds = 0.0
-        records = run_pipeline(Path(linker), docs, kb_ents_attr)
+        records = run_pipeline(Path(linker), docs, kb_ents_attr, overrides=parse_settings(settings))
     else:
         raise BioELError(Errors.E101.format(linker=linker, options=", ".join(BASELINES)))
     seconds = time.perf_counter() - start
     annotate_subsets(records, kb, train_docs)
     report = evaluate_records(records, recall_k=k, n_bootstrap=n_bootstrap)
     report["meta"] = {
-        "linker": Path(linker).name if Path(linker).is_dir() else linker,
+        "linker": label or (Path(linker).name if Path(linker).is_dir() else linker),
         "data": str(data), "dataset": dataset or data.stem, "kb": str(kb_path),
         "kb_name": kb.name, "kb_concepts": len(kb), "dictionary": dictionary,
-        "train": [str(p) for p in train], "k": k, "n_bootstrap": n_bootstrap,
+        "train": [str(p) for p in train], "k": k, "settings": list(settings), "n_bootstrap": n_bootstrap,
         "index_build_seconds": round(build_seconds, 2), "total_seconds": round(seconds, 2),
         "mentions_per_second": round(len(records) / max(seconds - build_seconds, 1e-9), 1),
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Callable, Iterable, List, Sequence, Tuple
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc, Span
 from tqdm import tqdm
@@ -61,7 +61,7 @@ def _strip_links(nlp, doc: Doc) -> Doc:
 
 
 def run_pipeline(path: Path, docs: Sequence[Doc], kb_ents_attr: str = "kb_ents",
-                 batch_size: int = 64) -> List[MentionRecord]:
+                 batch_size: int = 64, overrides: Optional[dict] = None) -> List[MentionRecord]:
     """Link gold mentions with a saved pipeline (gold spans given, NER disabled).
 
     The pipeline's linker must write `Span._.<kb_ents_attr>` as [(id, score), ...]
@@ -70,6 +70,9 @@ def run_pipeline(path: Path, docs: Sequence[Doc], kb_ents_attr: str = "kb_ents",
     import spacy
 
     nlp = spacy.load(path)
+    for _, pipe in nlp.pipeline:  # e.g. {"use_knn": False} for an ablation row
+        if overrides and isinstance(getattr(pipe, "cfg", None), dict) and hasattr(pipe, "store"):
+            pipe.cfg.update(overrides)
     disabled = [name for name in nlp.pipe_names if name in ("ner", "entity_ruler", "span_ruler")]
     records: List[MentionRecord] = []
     inputs = [_strip_links(nlp, doc) for doc in docs]

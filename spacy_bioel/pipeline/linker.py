@@ -21,7 +21,7 @@ import srsly
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, Span
-from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.training import Example, validate_examples
 from spacy.util import ensure_path
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
@@ -117,11 +117,13 @@ class BioELLinker(TrainablePipe):
         """Load the KB and the encoder, encode every concept name into the
         index, and build the datastore from the training mentions.
 
-        get_examples (Callable[[], Iterable[Example]]): Training examples (gold kb ids).
+        get_examples (Callable[[], Iterable[Example]]): Training examples (gold kb
+            ids); may return none: the linker then works on the KB alone (no datastore).
         nlp (Language): The pipeline.
         kb_loader (Callable[[], KnowledgeBase]): e.g. `spacy-bioel.KBFromFile.v1`.
         """
-        validate_get_examples(get_examples, "BioELLinker.initialize")
+        if not callable(get_examples):
+            raise BioELError(Errors.E164.format(name=self.name, value=type(get_examples).__name__))
         if kb_loader is None and self.kb is None:
             raise BioELError(Errors.E160.format(name=self.name))
         if kb_loader is not None:

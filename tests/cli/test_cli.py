@@ -415,13 +415,26 @@ def test_link_exact(kb_path):
 
 
 def test_link_tfidf_top(kb_path):
-    result = ok("link", "A [colorectal cancer] case.", "--kb", kb_path, "--top", "2")
+    result = ok("link", "A [colorectal cancer] case.", "--kb", kb_path, "--top", "2",
+                "--linker", "tfidf")
     rows = output_rows(result.output)
     assert rows[0][:2] == ["colorectal cancer", "D000001"]
     assert float(rows[0][2]) == pytest.approx(1.0, abs=1e-3)
     assert rows[0][3] == "Colorectal cancer"
     assert len(rows) == 2                          # best + one runner-up
     assert rows[1][0] in {"D000002", "D000003", "D000004"}
+
+
+def test_link_default_bioel_linker(kb_path, tiny_bert_dir):
+    """The main job's path: an untrained bioel_linker (here on a tiny BERT) over a KB."""
+    result = ok("link", "A [colorectal cancer] and [DM].", "--kb", kb_path, "--top", "2",
+                "--encoder", str(tiny_bert_dir))
+    assert "linker: bioel" in result.output
+    rows = output_rows(result.output)
+    assert [r[0] for r in rows if len(r) == 4 and r[0] in ("colorectal cancer", "DM")] == [
+        "colorectal cancer", "DM"]
+    concept_rows = [r for r in rows if len(r) == 4 and r[0] in ("colorectal cancer", "DM")]
+    assert all(r[1].startswith("D00000") and 0 < float(r[2]) <= 1 for r in concept_rows)
 
 
 def test_parse_bracketed():

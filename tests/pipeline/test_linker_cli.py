@@ -1,0 +1,63 @@
+"""init-pipeline, tune, rebuild-datastore and evaluate on a pipeline, with a tiny BERT."""
+import spacy
+import srsly
+from spacy.tokens import DocBin
+from typer.testing import CliRunner
+
+from spacy_bioel import Concept, KnowledgeBase
+from spacy_bioel.cli import app
+
+REPO_CONFIG = __import__("pathlib").Path(__file__).resolve().parents[2] / "configs" / "linker.cfg"
+
+
+def write_data(tmp_path):
+    nlp = spacy.blank("en")
+    docs = []
+    for text, spans in [("colon cancer and heart attack", [(0, 12, "D1"), (17, 29, "D2")]),
+                        ("asthma in a child", [(0, 6, "D3")]),
+                        ("an unknown syndrome", [(3, 19, "NIL")])]:
+        doc = nlp.make_doc(text)
+        doc.ents = [doc.char_span(s, e, label="Disease", kb_id=c) for s, e, c in spans]
+        docs.append(doc)
+    DocBin(docs=docs, store_user_data=True).to_disk(tmp_path / "data.spacy")
+    kb = KnowledgeBase(name="toy")
+    kb.add(Concept("D1", "colorectal carcinoma", ("colon cancer",)))
+    kb.add(Concept("D2", "myocardial infarction", ("heart attack",)))
+    kb.add(Concept("D3", "asthma"))
+    kb.to_disk(tmp_path / "kb.bioelkb")
+
+
+def test_init_tune_rebuild_evaluate(tiny_bert_dir, tmp_path):
+    write_data(tmp_path)
+    runner = CliRunner()
+    result = runner.invoke(app, [
+        "init-pipeline", str(REPO_CONFIG), str(tmp_path / "pipe"),
+        "--paths.train", str(tmp_path / "data.spacy"), "--paths.dev", str(tmp_path / "data.spacy"),
+        "--paths.kb", str(tmp_path / "kb.bioelkb"), "--paths.encoder", str(tiny_bert_dir)])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    result = runner.invoke(app, ["tune", str(tmp_path / "pipe"), str(tmp_path / "data.spacy"),
+                                 "--output", str(tmp_path / "tuning.json"), "--k", "1,2",
+                                 "--lambda", "0,0.5", "--beta1", "0.1", "--beta2", "1"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    tuning = srsly.read_json(tmp_path / "tuning.json")
+    assert len(tuning["grid"]) == 4 and tuning["n"] == 3
+    # the exact mention strings are in the datastore, so kNN can only help here
+    assert max(r["acc@1"] for r in tuning["grid"] if r["lambda"] == 0.5) >= \
+        max(r["acc@1"] for r in tuning["grid"] if r["lambda"] == 0)
+    cfg = srsly.read_json(tmp_path / "pipe" / "bioel_linker" / "cfg")
+    assert cfg["knn_k"] == tuning["best"]["k"] and "threshold" in tuning["nil"]
+    assert cfg["nil_threshold"] == tuning["nil"]["threshold"]
+    loaded = spacy.load(tmp_path / "pipe")
+    assert loaded.get_pipe("bioel_linker").cfg["knn_lambda"] == tuning["best"]["lambda"]
+    result = runner.invoke(app, ["rebuild-datastore", str(tmp_path / "pipe"),
+                                 str(tmp_path / "data.spacy"), "--output", str(tmp_path / "pipe2")])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert len(spacy.load(tmp_path / "pipe2").get_pipe("bioel_linker").datastore) == 3
+    result = runner.invoke(app, ["evaluate", str(tmp_path / "pipe"), str(tmp_path / "data.spacy"),
+                                 "--kb", str(tmp_path / "kb.bioelkb"), "--set", "use_knn=false",
+                                 "--label", "tiny", "--bootstrap", "10",
+                                 "--output", str(tmp_path / "m.json")])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    metrics = srsly.read_json(tmp_path / "m.json")
+    assert metrics["n"] == 3 and metrics["meta"]["linker"] == "tiny"
+    assert metrics["nil"]["n_gold_nil"] == 1 and metrics["nil"]["average_precision"] is not None

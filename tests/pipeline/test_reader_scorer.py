@@ -1,0 +1,37 @@
+import spacy
+from spacy.tokens import DocBin, Span
+from spacy.training import Example
+
+from spacy_bioel.pipeline.linker import install_extensions
+from spacy_bioel.pipeline.scorer import score_linking
+from spacy_bioel.training.readers import create_gold_ents_corpus
+
+
+def make(nlp, kb_ids):
+    doc = nlp.make_doc("colon cancer and heart attack")
+    doc.ents = [Span(doc, 0, 2, label="Disease", kb_id=kb_ids[0]),
+                Span(doc, 3, 5, label="Disease", kb_id=kb_ids[1])]
+    return doc
+
+
+def test_gold_ents_reader(tmp_path):
+    nlp = spacy.blank("en")
+    DocBin(docs=[make(nlp, ["D1", "D2|D3"])], store_user_data=True).to_disk(tmp_path / "d.spacy")
+    [eg] = list(create_gold_ents_corpus(tmp_path / "d.spacy")(nlp))
+    assert [(e.text, e.label_, e.kb_id_) for e in eg.predicted.ents] == [
+        ("colon cancer", "Disease", ""), ("heart attack", "Disease", "")]
+    assert [e.kb_id_ for e in eg.reference.ents] == ["D1", "D2|D3"]
+    assert list(create_gold_ents_corpus(tmp_path / "d.spacy", limit=0)(nlp))
+
+
+def test_scorer_acc_at_k_and_composites():
+    nlp = spacy.blank("en")
+    install_extensions("kb_ents", "is_nil", "nil_score")
+    predicted = make(nlp, ["D9", "D3"])
+    predicted.ents[0]._.kb_ents = [("D9", 0.6), ("D1", 0.4)]
+    predicted.ents[1]._.kb_ents = [("D3", 0.9)]
+    scores = score_linking([Example(predicted, make(nlp, ["D1", "D2|D3"]))])
+    assert scores["bioel_acc@1"] == 0.5  # the composite counts via D3
+    assert scores["bioel_acc@5"] == 1.0
+    assert scores["bioel_n"] == 2
+    assert "nel_micro_f" in scores
