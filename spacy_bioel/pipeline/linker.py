@@ -12,7 +12,7 @@ set holds), which refreshes the dynamic hard negatives (kNN-BioEL Sec. 2.2).
 """
 
 import logging
-from itertools import islice
+import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -88,7 +88,7 @@ class BioELLinker(TrainablePipe):
             "nil_threshold": nil_threshold, "context_window": context_window,
             "abbreviations": abbreviations, "encode_batch_size": encode_batch_size,
             "kb_ents_attr": kb_ents_attr, "is_nil_attr": is_nil_attr,
-            "nil_score_attr": nil_score_attr,
+            "nil_score_attr": nil_score_attr, "epoch_seconds": [],
         }
         install_extensions(kb_ents_attr, is_nil_attr, nil_score_attr)
         self.kb: Optional[KnowledgeBase] = None
@@ -102,6 +102,8 @@ class BioELLinker(TrainablePipe):
         self._datastore_stale = True
         self._seen_in_epoch = 0
         self.epochs_refreshed = 0
+        self._epoch_start = 0.0
+        self._epoch_end_due = False
 
     # ------------------------------------------------------------------ setup
     def set_kb(self, kb: KnowledgeBase) -> None:
@@ -243,18 +245,34 @@ class BioELLinker(TrainablePipe):
         backprop_mentions(torch2xp(m.grad))
         if backprop_names is not None:
             backprop_names(torch2xp(n.grad))
+        losses[self.name] += float(loss.detach())
+        if self._seen_in_epoch == 0:
+            self._epoch_start = time.perf_counter()
+        self._seen_in_epoch += batch
+        self._epoch_end_due = bool(self.train_mentions) and \
+            self._seen_in_epoch >= len(self.train_mentions)
         if sgd not in (None, False):
             self.finish_update(sgd)
-        losses[self.name] += float(loss.detach())
+        return losses
+
+    def finish_update(self, sgd: Optimizer) -> None:
+        """Apply the optimizer, then mark the embeddings stale; at the end of an
+        epoch re-encode what is stale (fresh hard negatives for the next epoch).
+        spaCy's `Language.update` calls this after `update`, so the refresh sees
+        the updated weights."""
+        super().finish_update(sgd)
         self._datastore_stale = True
         if self._concept_tower_trained():
             self._index_stale = True
-        self._seen_in_epoch += batch
-        if self.train_mentions and self._seen_in_epoch >= len(self.train_mentions):
+        if self._epoch_end_due:
+            self._epoch_end_due = False
             self._seen_in_epoch = 0
             self.epochs_refreshed += 1
-            self.refresh()  # epoch end: fresh names for the next epoch's hard negatives
-        return losses
+            self.refresh()
+            seconds = time.perf_counter() - self._epoch_start
+            self.cfg.setdefault("epoch_seconds", []).append(round(seconds, 1))
+            logger.info("%s: epoch %d took %.1fs (index refresh included)", self.name,
+                        self.epochs_refreshed, seconds)
 
     def _concept_tower_trained(self) -> bool:
         attrs = self.model.attrs

@@ -152,3 +152,47 @@ def test_initialize_without_kb_errors(tiny_bert_dir):
     with pytest.raises(BioELError) as err:
         nlp.initialize(lambda: examples(nlp))
     assert err.value.code == "E160"
+
+
+def test_serialisation_errors(trained, tmp_path):
+    import shutil
+
+    nlp, _, _ = trained
+    nlp.to_disk(tmp_path / "ok")
+    # a missing file
+    shutil.copytree(tmp_path / "ok", tmp_path / "missing")
+    (tmp_path / "missing" / "bioel_linker" / "datastore").unlink()
+    with pytest.raises(BioELError) as err:
+        spacy.load(tmp_path / "missing")
+    assert err.value.code == "E156"
+    # a config that does not match the saved weights
+    with pytest.raises(BioELError) as err:
+        spacy.load(tmp_path / "ok", config={"components": {"bioel_linker": {"model": {"pooling": "cls"}}}})
+    assert err.value.code == "E157"
+    # a corrupted index
+    shutil.copytree(tmp_path / "ok", tmp_path / "corrupt")
+    (tmp_path / "corrupt" / "bioel_linker" / "index").write_bytes(b"\x93garbage")
+    with pytest.raises(BioELError) as err:
+        spacy.load(tmp_path / "corrupt")
+    assert err.value.code == "E154"
+
+
+def test_staleness_and_epoch_refresh(tiny_bert_dir):
+    from spacy_bioel import Concept, KnowledgeBase
+
+    kb = KnowledgeBase()
+    kb.add(Concept("D1", "colorectal carcinoma"))
+    kb.add(Concept("D2", "myocardial infarction"))
+    nlp = make_nlp(tiny_bert_dir, n_hard_negatives=1)
+    linker = nlp.get_pipe("bioel_linker")
+    linker.set_kb(kb)
+    train = examples(nlp)[:1]  # 2 linkable mentions (D1, D2)
+    train = [eg for eg in train]
+    nlp.initialize(lambda: train)
+    assert not linker._index_stale and len(linker.datastore) == 2
+    before = linker.store.to_bytes()
+    nlp.update(train, sgd=Adam(1e-2), losses={})
+    # one update = one epoch of these 2 mentions: the index was refreshed at epoch end
+    assert linker.epochs_refreshed == 1 and not linker._index_stale
+    assert linker.store.to_bytes() != before
+    assert len(linker.cfg["epoch_seconds"]) == 1

@@ -61,3 +61,18 @@ def test_init_tune_rebuild_evaluate(tiny_bert_dir, tmp_path):
     metrics = srsly.read_json(tmp_path / "m.json")
     assert metrics["n"] == 3 and metrics["meta"]["linker"] == "tiny"
     assert metrics["nil"]["n_gold_nil"] == 1 and metrics["nil"]["average_precision"] is not None
+
+
+def test_benchmark_command(tiny_bert_dir, tmp_path):
+    write_data(tmp_path)
+    runner = CliRunner()
+    result = runner.invoke(app, [
+        "init-pipeline", str(REPO_CONFIG), str(tmp_path / "pipe"),
+        "--paths.train", str(tmp_path / "data.spacy"), "--paths.dev", str(tmp_path / "data.spacy"),
+        "--paths.kb", str(tmp_path / "kb.bioelkb"), "--paths.encoder", str(tiny_bert_dir)])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    result = runner.invoke(app, ["benchmark", str(tmp_path / "pipe"), str(tmp_path / "data.spacy"),
+                                 "--output", str(tmp_path / "bench.json")])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    bench = srsly.read_json(tmp_path / "bench.json")
+    assert bench["mentions"] == 4 and bench["mentions_per_second"] > 0 and bench["peak_rss_mb"] > 0
