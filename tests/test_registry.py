@@ -2,6 +2,7 @@
 from pathlib import Path
 
 import pytest
+import spacy
 from spacy.util import registry
 from thinc.api import Config
 
@@ -11,8 +12,34 @@ MISC_NAMES = [
     "spacy-bioel.KBFromFile.v1", "spacy-bioel.MedicKB.v1", "spacy-bioel.CTDDiseasesKB.v1",
     "spacy-bioel.OBOKB.v1", "spacy-bioel.ScispacyJSONLKB.v1", "spacy-bioel.UMLSKB.v1",
     "spacy-bioel.AskAPatientKB.v1", "spacy-bioel.ExactMatchCandidates.v1",
-    "spacy-bioel.TfidfCandidates.v1",
+    "spacy-bioel.TfidfCandidates.v1", "spacy-bioel.InfoNCELoss.v1",
 ]
+OTHER_NAMES = [("architectures", "spacy-bioel.BiEncoder.v1"),
+               ("readers", "spacy-bioel.GoldEntsCorpus.v1"),
+               ("scorers", "spacy-bioel.linker_scorer.v1"),
+               ("factories", "bioel_linker")]
+
+
+@pytest.mark.parametrize("registry_name,name", OTHER_NAMES)
+def test_other_entry_points_registered(registry_name, name):
+    if registry_name == "factories":
+        from spacy.language import Language
+        spacy.blank("en")  # loads spacy_factories entry points
+        assert Language.has_factory(name)
+    else:
+        assert getattr(registry, registry_name).get(name) is not None
+
+
+def test_factory_without_import():
+    """A fresh interpreter finds the factory through entry points alone."""
+    import subprocess
+    import sys
+
+    code = ("import spacy; nlp = spacy.blank('en'); "
+            "pipe = nlp.add_pipe('bioel_linker'); print(type(pipe).__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "BioELLinker"
 
 
 @pytest.mark.parametrize("name", MISC_NAMES)
@@ -25,6 +52,9 @@ def test_entry_points_declared_in_metadata():
 
     declared = {ep.name for ep in entry_points(group="spacy_misc")}
     assert set(MISC_NAMES) <= declared
+    for registry_name, name in OTHER_NAMES:
+        group = "spacy_factories" if registry_name == "factories" else f"spacy_{registry_name}"
+        assert name in {ep.name for ep in entry_points(group=group)}
 
 
 def test_resolve_kb_and_generator_from_config(tmp_path: Path):

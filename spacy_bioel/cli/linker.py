@@ -58,7 +58,6 @@ def tune(
 ) -> None:
     """Grid-search k, lambda, beta1, beta2 (kNN-BioEL eqs. 4-6) for dev Acc@1 and,
     where dev has gold NIL, the NIL threshold for NIL F1; write them back."""
-    import numpy as np
     import spacy
     import srsly
 

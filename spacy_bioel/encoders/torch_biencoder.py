@@ -9,9 +9,7 @@ References:
 from __future__ import annotations
 
 import logging
-import os
-from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 import torch
 from torch import nn

@@ -13,7 +13,6 @@ set holds), which refreshes the dynamic hard negatives (kNN-BioEL Sec. 2.2).
 
 import logging
 import time
-from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np

@@ -1,7 +1,7 @@
 """spaCy's overfitting pattern for the bioel_linker component, on a tiny random BERT."""
 import pytest
 import spacy
-from spacy.tokens import Doc, Span
+from spacy.tokens import Span
 from spacy.training import Example
 from thinc.api import Adam
 

@@ -27,14 +27,19 @@ def write_data(tmp_path):
     kb.to_disk(tmp_path / "kb.bioelkb")
 
 
-def test_init_tune_rebuild_evaluate(tiny_bert_dir, tmp_path):
-    write_data(tmp_path)
-    runner = CliRunner()
+def init_pipeline(runner, tmp_path, tiny_bert_dir):
+    """`init-pipeline` on the fixture data: an untrained linker saved at tmp_path/pipe."""
     result = runner.invoke(app, [
         "init-pipeline", str(REPO_CONFIG), str(tmp_path / "pipe"),
         "--paths.train", str(tmp_path / "data.spacy"), "--paths.dev", str(tmp_path / "data.spacy"),
         "--paths.kb", str(tmp_path / "kb.bioelkb"), "--paths.encoder", str(tiny_bert_dir)])
     assert result.exit_code == 0, result.output + repr(result.exception)
+
+
+def test_init_tune_rebuild_evaluate(tiny_bert_dir, tmp_path):
+    write_data(tmp_path)
+    runner = CliRunner()
+    init_pipeline(runner, tmp_path, tiny_bert_dir)
     result = runner.invoke(app, ["tune", str(tmp_path / "pipe"), str(tmp_path / "data.spacy"),
                                  "--output", str(tmp_path / "tuning.json"), "--k", "1,2",
                                  "--lambda", "0,0.5", "--beta1", "0.1", "--beta2", "1"])
@@ -66,11 +71,7 @@ def test_init_tune_rebuild_evaluate(tiny_bert_dir, tmp_path):
 def test_benchmark_command(tiny_bert_dir, tmp_path):
     write_data(tmp_path)
     runner = CliRunner()
-    result = runner.invoke(app, [
-        "init-pipeline", str(REPO_CONFIG), str(tmp_path / "pipe"),
-        "--paths.train", str(tmp_path / "data.spacy"), "--paths.dev", str(tmp_path / "data.spacy"),
-        "--paths.kb", str(tmp_path / "kb.bioelkb"), "--paths.encoder", str(tiny_bert_dir)])
-    assert result.exit_code == 0, result.output + repr(result.exception)
+    init_pipeline(runner, tmp_path, tiny_bert_dir)
     result = runner.invoke(app, ["benchmark", str(tmp_path / "pipe"), str(tmp_path / "data.spacy"),
                                  "--output", str(tmp_path / "bench.json")])
     assert result.exit_code == 0, result.output + repr(result.exception)
