@@ -14,9 +14,32 @@ kb_app = typer.Typer(no_args_is_help=True, help="Build and inspect knowledge bas
 app.add_typer(kb_app, name="kb")
 
 
+class _CurrentStderrHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is when a record is emitted (test runners swap it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def stream(self):  # type: ignore[override]
+        import sys
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 def setup_logging(verbose: bool = False) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s")
+    """Log spacy-bioel's own messages (INFO, or DEBUG with --verbose) to stderr;
+    other libraries keep their own settings."""
+    package = logging.getLogger("spacy_bioel")
+    package.setLevel(logging.DEBUG if verbose else logging.INFO)
+    if not package.handlers:
+        handler = _CurrentStderrHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        package.addHandler(handler)
+        package.propagate = False
 
 
 def split_csv(value: str) -> List[str]:
