@@ -76,6 +76,8 @@ def evaluate(
         records = run_generator(generator, docs, k)
     elif Path(linker).is_dir():
         build_seconds = 0.0
+        use_knn = parse_settings(settings).get("use_knn", True)
+        dictionary = "kb + kNN datastore" if use_knn else "kb (model only)"
         records = run_pipeline(Path(linker), docs, kb_ents_attr, overrides=parse_settings(settings))
     else:
         raise BioELError(Errors.E101.format(linker=linker, options=", ".join(BASELINES)))
