@@ -48,3 +48,16 @@ def toy_kb():
     kb.add(Concept("D5", "hepatoblastoma"))
     kb.add(Concept("D6", "asthma"))
     return kb
+
+
+@pytest.fixture(autouse=True)
+def _reset_cli_logging():
+    """CLI commands attach a handler to the 'spacy_bioel' logger (as a CLI process
+    should); in-process tests remove it again so tests stay independent."""
+    import logging
+
+    yield
+    package = logging.getLogger("spacy_bioel")
+    for handler in list(package.handlers):
+        package.removeHandler(handler)
+    package.setLevel(logging.NOTSET)

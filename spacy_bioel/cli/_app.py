@@ -39,7 +39,6 @@ def setup_logging(verbose: bool = False) -> None:
         handler = _CurrentStderrHandler()
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         package.addHandler(handler)
-        package.propagate = False
 
 
 def split_csv(value: str) -> List[str]:
