@@ -28,7 +28,10 @@ def tiny_bert_dir(tmp_path_factory):
     chars = list(string.ascii_lowercase + string.digits) + list("[]/-'(),.")
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + ["##" + c for c in chars]
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True)
+    # from_pretrained reads vocab.txt under transformers 4.x and 5.x alike (5.x's
+    # constructor no longer takes `vocab_file`, and would silently keep 5 tokens)
+    tokenizer = BertTokenizerFast.from_pretrained(str(path), do_lower_case=True)
+    assert len(tokenizer.get_vocab()) == len(vocab), "the tiny tokenizer lost its vocabulary"
     config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
     import torch
