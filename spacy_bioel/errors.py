@@ -137,6 +137,9 @@ class Errors(metaclass=ErrorsWithCodes):
             "predictions. Do not change doc.ents between predict and set_annotations.")
     E164 = ("Component '{name}': get_examples must be a function returning Examples (it may "
             "return none), not {value}. Pass lambda: examples, or use nlp.initialize().")
+    E165 = ("Component '{name}': negative_sampling '{sampling}' with hard_fraction {fraction} "
+            "is not supported. Use negative_sampling 'hard', 'random' or 'mixed' and a "
+            "hard_fraction between 0 and 1.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

@@ -12,7 +12,8 @@ MISC_NAMES = [
     "spacy-bioel.KBFromFile.v1", "spacy-bioel.MedicKB.v1", "spacy-bioel.CTDDiseasesKB.v1",
     "spacy-bioel.OBOKB.v1", "spacy-bioel.ScispacyJSONLKB.v1", "spacy-bioel.UMLSKB.v1",
     "spacy-bioel.AskAPatientKB.v1", "spacy-bioel.ExactMatchCandidates.v1",
-    "spacy-bioel.TfidfCandidates.v1", "spacy-bioel.InfoNCELoss.v1",
+    "spacy-bioel.TfidfCandidates.v1", "spacy-bioel.InfoNCELoss.v1", "spacy-bioel.ProxyLoss.v1",
+    "spacy-bioel.TripletLoss.v1", "spacy-bioel.PrototypeTripletLoss.v1",
 ]
 OTHER_NAMES = [("architectures", "spacy-bioel.BiEncoder.v1"),
                ("readers", "spacy-bioel.GoldEntsCorpus.v1"),

@@ -90,10 +90,15 @@ def tune(
     result: Dict[str, object] = {"dev": str(dev), "n": len(linkable), "best": best, "grid": rows}
     gold_nil = [not g for g in gold]
     if any(gold_nil):
-        best_sim = [max([s for _, s in c[:1]] + [s for _, s in n[:1]], default=-1.0)
-                    for c, n in zip(candidates, neighbours)]
-        nil = calibrate_nil_threshold([1.0 - s for s in best_sim], gold_nil)
-        result["nil"] = nil
+        # calibrate on the very nil_score the component writes (tuned kNN values,
+        # abbreviation expansion included), not on a re-derivation of it
+        linker.cfg.update({"knn_k": best["k"], "knn_lambda": best["lambda"],
+                           "knn_beta1": best["beta1"], "knn_beta2": best["beta2"],
+                           "use_knn": best["lambda"] > 0})
+        predicted = linker.predict(docs)
+        nil_scores = [pred["nil_score"] for doc, doc_predictions in zip(docs, predicted)
+                      for ent, pred in zip(doc.ents, doc_predictions) if ent.kb_id_]
+        result["nil"] = calibrate_nil_threshold(nil_scores, gold_nil)
     if write:
         cfg_path = pipeline / linker.name / "cfg"
         cfg = srsly.read_json(cfg_path)

@@ -45,7 +45,8 @@ class BiEncoder(nn.Module):
     similarity (str): 'cosine' (embeddings L2-normalised) or 'dot'.
 
     Inputs (forward): input_ids, attention_mask: (batch, seq_len) int tensors;
-        tower: 'mention' or 'concept'.
+        tower: 'mention' or 'concept'; inputs_embeds: (batch, seq_len, hidden)
+        token embeddings to use instead of input_ids (FGSM).
     Output: (batch, hidden) embeddings.
 
     Example:
@@ -72,10 +73,21 @@ class BiEncoder(nn.Module):
     def dim(self) -> int:
         return int(self.mention_encoder.config.hidden_size)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                tower: str = "mention") -> torch.Tensor:
-        encoder = self.mention_encoder if tower == "mention" or self.shared else self.concept_encoder
-        hidden = encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    def tower(self, tower: str) -> nn.Module:
+        """The transformer that encodes `tower` ('mention' or 'concept')."""
+        return self.mention_encoder if tower == "mention" or self.shared else self.concept_encoder
+
+    def concept_input_embeddings(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """(batch, seq, hidden) token input embeddings of the concept tower (the
+        z that FGSM perturbs; pass them back as `inputs_embeds`)."""
+        return self.tower("concept").get_input_embeddings()(input_ids)
+
+    def forward(self, input_ids: Optional[torch.Tensor], attention_mask: torch.Tensor,
+                tower: str = "mention", inputs_embeds: Optional[torch.Tensor] = None
+                ) -> torch.Tensor:
+        encoder = self.tower(tower)
+        hidden = encoder(input_ids=input_ids, attention_mask=attention_mask,
+                         inputs_embeds=inputs_embeds).last_hidden_state
         if self.pooling == "cls":
             pooled = hidden[:, 0]  # (batch, hidden)
         else:

@@ -57,7 +57,9 @@ class InfoNCELoss(nn.Module):
 
     def forward(self, mentions: torch.Tensor, positives: torch.Tensor,
                 hard_negatives: Optional[torch.Tensor] = None,
-                concept_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
+                concept_ids: Optional[torch.Tensor] = None,
+                groups: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """`groups` (document indices) is accepted for a common signature and unused."""
         if concept_ids is None:
             concept_ids = torch.arange(mentions.shape[0], device=mentions.device)
         logits = self.logits(mentions, positives, hard_negatives, concept_ids)

@@ -9,3 +9,29 @@ def create_info_nce_loss(temperature: float = 0.05, in_batch: bool = True):
     """kNN-BioEL eq. 3 (see `spacy_bioel.losses.info_nce`)."""
     from .info_nce import InfoNCELoss
     return InfoNCELoss(temperature=temperature, in_batch=in_batch)
+
+
+@registry.misc("spacy-bioel.ProxyLoss.v1")
+def create_proxy_loss(alpha: float = 32.0, margin: float = 0.0, in_batch: bool = True):
+    """Wiatrak et al. eq. 3 (see `spacy_bioel.losses.proxy`)."""
+    from .proxy import ProxyLoss
+    return ProxyLoss(alpha=alpha, margin=margin, in_batch=in_batch)
+
+
+@registry.misc("spacy-bioel.TripletLoss.v1")
+def create_triplet_loss(margin: float = 0.2, downsample: bool = False, in_batch: bool = True):
+    """The triplet loss for entity linking, optionally down-sampled per document
+    (see `spacy_bioel.losses.triplet`)."""
+    from .triplet import TripletLoss
+    return TripletLoss(margin=margin, downsample=downsample, in_batch=in_batch)
+
+
+@registry.misc("spacy-bioel.PrototypeTripletLoss.v1")
+def create_prototype_triplet_loss(margin: float = 0.2, soft_radius: bool = True,
+                                  radius: float = 0.5, epsilon: float = 0.1,
+                                  radius_lr: float = 0.01, in_batch: bool = True):
+    """The prototype-based triplet loss with soft-radius neighbour clustering
+    (see `spacy_bioel.losses.triplet`)."""
+    from .triplet import PrototypeTripletLoss
+    return PrototypeTripletLoss(margin=margin, soft_radius=soft_radius, radius=radius,
+                                epsilon=epsilon, radius_lr=radius_lr, in_batch=in_batch)

@@ -35,6 +35,7 @@ from ..kb.knowledge_base import NIL, KnowledgeBase
 from .abbreviations import find_abbreviations
 
 logger = logging.getLogger(__name__)
+NEGATIVE_SAMPLING = ("hard", "random", "mixed")
 Scored = List[Tuple[str, float]]
 
 DEFAULT_MODEL = """
@@ -69,7 +70,9 @@ class BioELLinker(TrainablePipe):
     """
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "bioel_linker", *,
-                 loss: Callable, n_hard_negatives: int, top_k: int, index_type: str,
+                 loss: Callable, n_hard_negatives: int, negative_sampling: str = "hard",
+                 hard_fraction: float = 0.5, fgsm_epsilon: float = 0.0, fgsm_weight: float = 1.0,
+                 top_k: int, index_type: str,
                  index_backend: str, use_knn: bool, knn_k: int, knn_lambda: float,
                  knn_beta1: float, knn_beta2: float, nil_threshold: Optional[float],
                  context_window: int, abbreviations: bool, encode_batch_size: int,
@@ -81,7 +84,9 @@ class BioELLinker(TrainablePipe):
         self.loss = loss
         self.scorer = scorer
         self.cfg: Dict[str, Any] = {
-            "n_hard_negatives": n_hard_negatives, "top_k": top_k, "index_type": index_type,
+            "n_hard_negatives": n_hard_negatives, "negative_sampling": negative_sampling,
+            "hard_fraction": hard_fraction, "fgsm_epsilon": fgsm_epsilon,
+            "fgsm_weight": fgsm_weight, "top_k": top_k, "index_type": index_type,
             "index_backend": index_backend, "use_knn": use_knn, "knn_k": knn_k,
             "knn_lambda": knn_lambda, "knn_beta1": knn_beta1, "knn_beta2": knn_beta2,
             "nil_threshold": nil_threshold, "context_window": context_window,
@@ -89,7 +94,11 @@ class BioELLinker(TrainablePipe):
             "kb_ents_attr": kb_ents_attr, "is_nil_attr": is_nil_attr,
             "nil_score_attr": nil_score_attr, "epoch_seconds": [],
         }
+        if negative_sampling not in NEGATIVE_SAMPLING or not 0.0 <= hard_fraction <= 1.0:
+            raise BioELError(Errors.E165.format(name=name, sampling=negative_sampling,
+                                                fraction=hard_fraction))
         install_extensions(kb_ents_attr, is_nil_attr, nil_score_attr)
+        self._rng = np.random.default_rng()
         self.kb: Optional[KnowledgeBase] = None
         self.names: Optional[NameTable] = None
         self.store: Optional[DenseCandidateStore] = None
@@ -130,6 +139,8 @@ class BioELLinker(TrainablePipe):
         if kb_loader is not None:
             self.set_kb(kb_loader())
         examples = list(get_examples())
+        # negatives are sampled reproducibly: spaCy's [training] seed fixes numpy's global state
+        self._rng = np.random.default_rng(np.random.randint(2 ** 31))
         self.model.initialize(X=([" "], "mention"))
         self.train_mentions = self._gold_mentions(examples)
         self._index_stale = self._datastore_stale = True
@@ -137,13 +148,16 @@ class BioELLinker(TrainablePipe):
 
     def _gold_mentions(self, examples: Iterable[Example]) -> List[Tuple[str, str]]:
         """(mention input text, primary gold id) of linkable reference mentions."""
+        return [(text, primary) for text, primary, _ in self._gold_mentions_by_doc(examples)]
+
+    def _gold_mentions_by_doc(self, examples: Iterable[Example]) -> List[Tuple[str, str, int]]:
+        """(mention input text, primary gold id, example index) of linkable mentions."""
         out = []
-        for eg in examples:
-            spans = [self._mention_input(ent) for ent in eg.reference.ents]
-            for ent, text in zip(eg.reference.ents, spans):
+        for doc_index, eg in enumerate(examples):
+            for ent in eg.reference.ents:
                 primary = self._gold_primary(ent.kb_id_)
                 if primary is not None:
-                    out.append((text, primary))
+                    out.append((self._mention_input(ent), primary, doc_index))
         return out
 
     def _gold_primary(self, kb_id: str) -> Optional[str]:
@@ -210,8 +224,13 @@ class BioELLinker(TrainablePipe):
     def update(self, examples: Iterable[Example], *, drop: float = 0.0,
                sgd: Optional[Optimizer] = None, losses: Optional[Dict[str, float]] = None
                ) -> Dict[str, float]:
-        """One step of InfoNCE with in-batch and dynamic hard negatives
-        (kNN-BioEL eq. 3) over the batch's linkable gold mentions."""
+        """One step of the configured loss over the batch's linkable gold
+        mentions: each mention against its gold concept's closest name, p
+        sampled negative names (`negative_sampling`: dynamic hard negatives
+        retrieved from the whole KB as in kNN-BioEL eq. 3, random, or mixed)
+        and, per the loss, in-batch negatives. With `fgsm_epsilon` > 0 the
+        loss is also applied to FGSM-perturbed names and added with weight
+        `fgsm_weight` (Wiatrak et al. eqs. 6-8)."""
         import torch
         from thinc.api import torch2xp, xp2torch
 
@@ -219,19 +238,20 @@ class BioELLinker(TrainablePipe):
             losses = {}
         losses.setdefault(self.name, 0.0)
         validate_examples(examples, "BioELLinker.update")
-        mentions = self._gold_mentions(examples)
+        examples = list(examples)
+        mentions = self._gold_mentions_by_doc(examples)
         if not mentions:
             return losses
         self._ensure_name_embeddings()
-        texts = [t for t, _ in mentions]
-        gold = [self._concept_index[cid] for _, cid in mentions]
+        texts = [t for t, _, _ in mentions]
+        gold = [self._concept_index[cid] for _, cid, _ in mentions]
         mention_emb, backprop_mentions = self.model.begin_update((texts, "mention"))
         queries = self.model.ops.to_numpy(mention_emb)  # (batch, dim)
         p = min(self.cfg["n_hard_negatives"], len(self.names.concept_ids) - 1)
         positives, negatives = self._select_names(queries, gold, p)
         m = xp2torch(mention_emb, requires_grad=True)
+        name_texts = [self.names.names[i] for i in positives + negatives]
         if self._concept_tower_trained():
-            name_texts = [self.names.names[i] for i in positives + negatives]
             name_emb, backprop_names = self.model.begin_update((name_texts, "concept"))
             n = xp2torch(name_emb, requires_grad=True)
         else:  # frozen concept tower: the indexed name embeddings are exact and current
@@ -239,7 +259,14 @@ class BioELLinker(TrainablePipe):
             n = torch.from_numpy(self._name_embeddings[positives + negatives]).to(m.device)
         batch = len(texts)
         hard = n[batch:].reshape(batch, p, -1) if p else None  # (batch, p, dim)
-        loss = self.loss(m, n[:batch], hard, torch.tensor(gold, device=m.device))
+        gold_ids = torch.tensor(gold, device=m.device)
+        groups = torch.tensor([doc for _, _, doc in mentions], device=m.device)
+        loss = self.loss(m, n[:batch], hard, gold_ids, groups)
+        if self.cfg["fgsm_epsilon"] > 0:
+            adversarial = self._adversarial_names(m, name_texts, batch)  # (batch * (1 + p), dim)
+            adv_hard = adversarial[batch:].reshape(batch, p, -1) if p else None
+            loss = loss + self.cfg["fgsm_weight"] * self.loss(m, adversarial[:batch], adv_hard,
+                                                              gold_ids, groups)
         loss.backward()
         backprop_mentions(torch2xp(m.grad))
         if backprop_names is not None:
@@ -277,25 +304,80 @@ class BioELLinker(TrainablePipe):
         attrs = self.model.attrs
         return bool(attrs.get("shared_towers", True) or attrs.get("train_concept_tower", True))
 
+    def _closest_name(self, query: np.ndarray, concept: int) -> int:
+        """The index of `concept`'s name most similar to `query`."""
+        names = self.names
+        start = names.offsets[concept]
+        end = names.offsets[concept + 1] if concept + 1 < len(names.offsets) else len(names)
+        return int(start + np.argmax(self._name_embeddings[start:end] @ query))
+
     def _select_names(self, queries: np.ndarray, gold: List[int], p: int
                       ) -> Tuple[List[int], List[int]]:
-        """Positive: the gold concept's name closest to the mention. Hard
-        negatives: the best name of each of the top-p wrong concepts retrieved
-        from the whole KB with the current mention embeddings (the index is
-        refreshed every epoch)."""
-        names = self.names
-        positives = []
-        for query, concept in zip(queries, gold):
-            start = names.offsets[concept]
-            end = names.offsets[concept + 1] if concept + 1 < len(names.offsets) else len(names)
-            sims = self._name_embeddings[start:end] @ query
-            positives.append(int(start + np.argmax(sims)))
+        """Positive: the gold concept's name closest to the mention. Negatives,
+        p per mention (`negative_sampling`): 'hard', the best name of each of
+        the top-p wrong concepts retrieved from the whole KB with the current
+        mention embeddings (the index is refreshed every epoch; kNN-BioEL Sec.
+        2.2); 'random', the closest name of p wrong concepts drawn uniformly;
+        'mixed', round(p * hard_fraction) hard and the rest random (Wiatrak et
+        al. Sec. 4, 'mixed-50%')."""
+        positives = [self._closest_name(q, c) for q, c in zip(queries, gold)]
         negatives: List[int] = []
-        if p:
-            hits = self.store.search_names(queries, k=p + 1)
-            for row, concept in zip(hits, gold):
-                negatives.extend([name for owner, name, _ in row if owner != concept][:p])
+        if not p:
+            return positives, negatives
+        sampling = self.cfg["negative_sampling"]
+        n_hard = {"hard": p, "random": 0}.get(sampling, int(round(p * self.cfg["hard_fraction"])))
+        hits = self.store.search_names(queries, k=n_hard + 1) if n_hard else [[] for _ in gold]
+        n_concepts = len(self.names.concept_ids)
+        for query, row, concept in zip(queries, hits, gold):
+            hard = [(owner, name) for owner, name, _ in row if owner != concept][:n_hard]
+            taken = {concept} | {owner for owner, _ in hard}
+            drawn: List[int] = []
+            while len(drawn) < p - len(hard):
+                candidate = int(self._rng.integers(n_concepts))
+                if candidate not in taken:
+                    taken.add(candidate)
+                    drawn.append(candidate)
+            negatives.extend([name for _, name in hard] +
+                             [self._closest_name(query, c) for c in drawn])
         return positives, negatives
+
+    def _adversarial_names(self, mentions, name_texts: List[str], batch: int):
+        """FGSM-perturbed concept-tower embeddings of the batch's names (Wiatrak
+        et al. eqs. 6-7): z+_adv = z+ - eps * sign(grad s(m, e+)) for each
+        positive and z-_adv = z- + eps * sign(grad s(m, e-)) for each negative,
+        z being the token input embeddings of the concept tower (perturbing them
+        equals perturbing the composite word + position + segment embeddings,
+        which only add constants). The names are re-encoded from z_adv with
+        gradients, so the adversarial loss term of eq. 8 trains both towers.
+
+        mentions (torch.Tensor): (batch, dim) mention embeddings.
+        name_texts (List[str]): batch positives, then batch * p negatives.
+        RETURNS (torch.Tensor): (len(name_texts), dim) perturbed name embeddings.
+        """
+        import torch
+
+        from ..encoders.thinc_biencoder import torch_module
+
+        module = torch_module(self.model)
+        device = next(module.parameters()).device
+        tokens = self.model.attrs["tokenizer"](name_texts, padding=True, truncation=True,
+                                               max_length=self.model.attrs["max_length"],
+                                               return_tensors="pt")
+        ids, mask = tokens["input_ids"].to(device), tokens["attention_mask"].to(device)
+        owner = torch.arange(len(name_texts), device=device) % batch  # the mention of each name
+        if len(name_texts) > batch:  # negatives are laid out mention by mention
+            owner[batch:] = torch.arange(len(name_texts) - batch, device=device) // \
+                ((len(name_texts) - batch) // batch)
+        sign = torch.ones(len(name_texts), device=device)
+        sign[:batch] = -1.0  # positives move to lower similarity, negatives to higher
+        z = module.concept_input_embeddings(ids).detach().requires_grad_(True)  # (n, seq, hidden)
+        with torch.enable_grad():
+            names = module(None, mask, tower="concept", inputs_embeds=z)  # (n, dim)
+            anchor = mentions.detach()[owner]  # (n, dim)
+            similarity = (anchor * names).sum(-1)  # (n,)
+            (grad,) = torch.autograd.grad((sign * similarity).sum(), z)
+        z_adv = (z + self.cfg["fgsm_epsilon"] * grad.sign()).detach()
+        return module(None, mask, tower="concept", inputs_embeds=z_adv)
 
     def get_loss(self, examples: Iterable[Example], scores: Any) -> Tuple[float, Any]:
         """The loss is computed inside `update` (it needs retrieval); not used."""

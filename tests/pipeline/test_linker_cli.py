@@ -54,6 +54,14 @@ def test_init_tune_rebuild_evaluate(tiny_bert_dir, tmp_path):
     assert cfg["nil_threshold"] == tuning["nil"]["threshold"]
     loaded = spacy.load(tmp_path / "pipe")
     assert loaded.get_pipe("bioel_linker").cfg["knn_lambda"] == tuning["best"]["lambda"]
+    # the saved threshold reproduces, through the pipeline, the NIL F1 tune reported on dev
+    gold_docs = list(DocBin().from_disk(tmp_path / "data.spacy").get_docs(loaded.vocab))
+    predicted = [e.kb_id_ == "NIL" for d in loaded.pipe([d.copy() for d in gold_docs])
+                 for e in d.ents]
+    gold_nil = [e.kb_id_ == "NIL" for d in gold_docs for e in d.ents]
+    tp = sum(p and g for p, g in zip(predicted, gold_nil))
+    f1 = 2 * tp / (sum(predicted) + sum(gold_nil))
+    assert f1 == __import__("pytest").approx(tuning["nil"]["f1"])
     result = runner.invoke(app, ["rebuild-datastore", str(tmp_path / "pipe"),
                                  str(tmp_path / "data.spacy"), "--output", str(tmp_path / "pipe2")])
     assert result.exit_code == 0, result.output + repr(result.exception)

@@ -1,8 +1,9 @@
-"""`spacy train configs/linker.cfg` end to end on a tiny fixture (CI smoke test)."""
+"""`spacy train configs/<each linker config>` end to end on a tiny fixture (CI smoke test)."""
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import spacy
 from spacy.tokens import DocBin
 
@@ -11,7 +12,9 @@ from spacy_bioel import Concept, KnowledgeBase
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_spacy_train_linker_config(tiny_bert_dir, tmp_path):
+@pytest.mark.parametrize("config", ["linker.cfg", "linker_cpu.cfg", "linker_proxy.cfg",
+                                    "linker_triplet.cfg", "linker_prototype.cfg"])
+def test_spacy_train_linker_config(tiny_bert_dir, tmp_path, config):
     nlp = spacy.blank("en")
     docs = []
     for text, spans in [("colon cancer and heart attack", [(0, 12, "D1"), (17, 29, "D2")]),
@@ -26,7 +29,7 @@ def test_spacy_train_linker_config(tiny_bert_dir, tmp_path):
     kb.add(Concept("D3", "asthma"))
     kb.to_disk(tmp_path / "kb.bioelkb")
     result = subprocess.run(
-        [sys.executable, "-m", "spacy", "train", str(REPO / "configs/linker.cfg"),
+        [sys.executable, "-m", "spacy", "train", str(REPO / "configs" / config),
          "--output", str(tmp_path / "out"), "--paths.train", str(tmp_path / "train.spacy"),
          "--paths.dev", str(tmp_path / "train.spacy"), "--paths.kb", str(tmp_path / "kb.bioelkb"),
          "--paths.encoder", str(tiny_bert_dir), "--training.max_epochs", "2",

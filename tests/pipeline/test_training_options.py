@@ -1,0 +1,136 @@
+"""Negative sampling schemes, FGSM and every loss inside the component."""
+import numpy as np
+import pytest
+import spacy
+import torch
+from spacy.training import Example
+from thinc.api import Adam
+
+from spacy_bioel import Concept, KnowledgeBase
+from spacy_bioel.errors import BioELError
+from spacy_bioel.training.readers import gold_spans_doc
+
+TRAIN = [
+    ("Patients with colon cancer had a heart attack .", [(14, 26, "D1"), (33, 45, "D2")]),
+    ("NIDDM and breast carcinoma were frequent .", [(0, 5, "D3"), (10, 26, "D4")]),
+    ("One child had hepatoblastoma and asthma .", [(14, 28, "D5"), (33, 39, "D6")]),
+    ("Colon cancer , heart attack and NIDDM .", [(0, 12, "D1"), (15, 27, "D2"), (32, 37, "D3")]),
+]
+LOSSES = {
+    "info_nce": {"@misc": "spacy-bioel.InfoNCELoss.v1", "temperature": 0.1},
+    "proxy": {"@misc": "spacy-bioel.ProxyLoss.v1", "alpha": 16.0, "margin": 0.05},
+    "triplet": {"@misc": "spacy-bioel.TripletLoss.v1", "margin": 0.5},
+    "triplet_downsampled": {"@misc": "spacy-bioel.TripletLoss.v1", "margin": 0.5,
+                            "downsample": True},
+    "prototype_srn": {"@misc": "spacy-bioel.PrototypeTripletLoss.v1", "margin": 0.5,
+                      "radius": 0.3, "epsilon": 0.1},
+}
+
+
+def toy_kb():
+    kb = KnowledgeBase(name="toy")
+    for cid, name in [("D1", "colorectal carcinoma"), ("D2", "myocardial infarction"),
+                      ("D3", "type 2 diabetes"), ("D4", "breast carcinoma"),
+                      ("D5", "hepatoblastoma"), ("D6", "asthma"), ("D7", "gout"),
+                      ("D8", "rickets")]:
+        kb.add(Concept(cid, name))
+    return kb
+
+
+def build(tiny_bert_dir, **overrides):
+    nlp = spacy.blank("en")
+    config = {"model": {"@architectures": "spacy-bioel.BiEncoder.v1",
+                        "encoder": str(tiny_bert_dir), "max_length": 16},
+              "n_hard_negatives": 3, "top_k": 8, "use_knn": False, "abbreviations": False}
+    config.update(overrides)
+    linker = nlp.add_pipe("bioel_linker", config=config)
+    linker.set_kb(toy_kb())
+
+    def doc(text, spans):
+        d = nlp.make_doc(text)
+        d.ents = [d.char_span(s, e, label="Disease", kb_id=c) for s, e, c in spans]
+        return d
+
+    train = [Example(gold_spans_doc(nlp, doc(t, s)), doc(t, s)) for t, s in TRAIN]
+    nlp.initialize(lambda: train)
+    return nlp, linker, train
+
+
+@pytest.mark.parametrize("sampling", ["hard", "random", "mixed"])
+def test_negative_sampling(tiny_bert_dir, sampling):
+    torch.manual_seed(0)
+    np.random.seed(0)
+    nlp, linker, _ = build(tiny_bert_dir, negative_sampling=sampling, hard_fraction=0.34)
+    queries = linker.embed(["colon cancer", "asthma"], "mention")
+    gold = [0, 5]
+    positives, negatives = linker._select_names(queries, gold, 3)
+    owners = [int(linker.names.owners[i]) for i in negatives]
+    assert [int(linker.names.owners[i]) for i in positives] == gold
+    assert len(negatives) == 6
+    for row, concept in zip([owners[:3], owners[3:]], gold):
+        assert concept not in row and len(set(row)) == 3  # p distinct wrong concepts
+    hard = [[c for c, _, _ in r if c != g][:3] for r, g in
+            zip(linker.store.search_names(queries, k=4), gold)]
+    if sampling == "hard":
+        assert [owners[:3], owners[3:]] == hard
+    elif sampling == "mixed":  # round(3 * 0.34) = 1 hard negative, then 2 random
+        assert owners[0] == hard[0][0] and owners[3] == hard[1][0]
+
+
+def test_random_negatives_vary_and_cover_the_kb(tiny_bert_dir):
+    np.random.seed(0)
+    _, linker, _ = build(tiny_bert_dir, negative_sampling="random")
+    queries = linker.embed(["colon cancer"], "mention")
+    seen = set()
+    for _ in range(30):
+        _, negatives = linker._select_names(queries, [0], 3)
+        seen.update(int(linker.names.owners[i]) for i in negatives)
+    assert seen == set(range(1, 8))  # every wrong concept, never the gold one
+
+
+def test_bad_sampling_option_errors(tiny_bert_dir):
+    with pytest.raises(BioELError) as err:
+        build(tiny_bert_dir, negative_sampling="semi-hard")
+    assert err.value.code == "E165"
+
+
+def test_fgsm_moves_names_adversarially(tiny_bert_dir):
+    """eqs. 6-7: the perturbed positive is less similar to its mention, the
+    perturbed negatives more similar (first order, dropout off)."""
+    from thinc.api import xp2torch
+
+    from spacy_bioel.encoders.thinc_biencoder import torch_module
+
+    torch.manual_seed(0)
+    _, linker, _ = build(tiny_bert_dir, fgsm_epsilon=1e-4)
+    texts = ["colon cancer", "asthma"]
+    mentions = xp2torch(linker.model.ops.asarray(linker.embed(texts, "mention")))
+    names = ["colorectal carcinoma", "asthma", "gout", "rickets", "gout", "breast carcinoma"]
+    torch_module(linker.model).eval()  # thinc's predict (embed) leaves it in train mode
+    adversarial = linker._adversarial_names(mentions, names, batch=2).detach()
+    linker.cfg["fgsm_epsilon"] = 0.0  # the same path unperturbed
+    clean = linker._adversarial_names(mentions, names, batch=2).detach()
+    assert torch.allclose(clean, torch.tensor(linker.embed(names, "concept")), atol=1e-5)
+    owner = torch.tensor([0, 1, 0, 0, 1, 1])
+    before = (mentions[owner] * clean).sum(-1)
+    after = (mentions[owner] * adversarial).sum(-1)
+    assert torch.all(after[:2] < before[:2]) and torch.all(after[2:] > before[2:])
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+@pytest.mark.parametrize("sampling,fgsm", [("hard", 0.0), ("mixed", 0.0), ("random", 1e-2)])
+def test_every_loss_trains(tiny_bert_dir, loss, sampling, fgsm):
+    torch.manual_seed(0)
+    np.random.seed(0)
+    nlp, linker, train = build(tiny_bert_dir, loss=LOSSES[loss], negative_sampling=sampling,
+                               fgsm_epsilon=fgsm)
+    optimizer = Adam(1e-3)
+    history = []
+    for _ in range(25):
+        losses = {}
+        nlp.update(train, sgd=optimizer, losses=losses)
+        history.append(losses["bioel_linker"])
+    assert all(np.isfinite(history))
+    assert np.mean(history[-5:]) < np.mean(history[:5])
+    scores = nlp.evaluate(train)
+    assert scores["bioel_acc@5"] >= 0.8
