@@ -140,6 +140,9 @@ class Errors(metaclass=ErrorsWithCodes):
     E165 = ("Component '{name}': negative_sampling '{sampling}' with hard_fraction {fraction} "
             "is not supported. Use negative_sampling 'hard', 'random' or 'mixed' and a "
             "hard_fraction between 0 and 1.")
+    E166 = ("The ablation spec or results at {path} cannot be used: {problem}. See "
+            "configs/ablations.yml for the format: seeds, and variants with a config, "
+            "optional overrides (dotted config keys) and a describe mapping.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

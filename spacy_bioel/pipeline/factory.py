@@ -28,6 +28,7 @@ DEFAULT_CONFIG = {
     "context_window": 0,
     "abbreviations": True,
     "encode_batch_size": 256,
+    "embedding_cache": None,
     "kb_ents_attr": "kb_ents",
     "is_nil_attr": "is_nil",
     "nil_score_attr": "nil_score",
@@ -45,7 +46,8 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable,
                       fgsm_epsilon: float, fgsm_weight: float, top_k: int, index_type: str, index_backend: str,
                       use_knn: bool, knn_k: int, knn_lambda: float, knn_beta1: float,
                       knn_beta2: float, nil_threshold: Optional[float], context_window: int,
-                      abbreviations: bool, encode_batch_size: int, kb_ents_attr: str,
+                      abbreviations: bool, encode_batch_size: int,
+                      embedding_cache: Optional[str], kb_ents_attr: str,
                       is_nil_attr: str, nil_score_attr: str,
                       scorer: Optional[Callable]) -> BioELLinker:
     """Create a `bioel_linker` (see `BioELLinker`; options in `DEFAULT_CONFIG`).
@@ -63,6 +65,8 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable,
     use_knn, knn_k, knn_lambda, knn_beta1, knn_beta2: kNN-BioEL eqs. 4-6.
     nil_threshold: NIL when nil_score >= threshold (None: only when no candidate).
     abbreviations: score a short-form mention with its long form too.
+    embedding_cache: a folder caching a frozen concept tower's name embeddings
+        across runs on the same KB (None: always encode).
     """
     return BioELLinker(nlp.vocab, model, name, loss=loss, n_hard_negatives=n_hard_negatives,
                        negative_sampling=negative_sampling, hard_fraction=hard_fraction,
@@ -71,5 +75,6 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable,
                        use_knn=use_knn, knn_k=knn_k, knn_lambda=knn_lambda,
                        knn_beta1=knn_beta1, knn_beta2=knn_beta2, nil_threshold=nil_threshold,
                        context_window=context_window, abbreviations=abbreviations,
-                       encode_batch_size=encode_batch_size, kb_ents_attr=kb_ents_attr,
+                       encode_batch_size=encode_batch_size, embedding_cache=embedding_cache,
+                       kb_ents_attr=kb_ents_attr,
                        is_nil_attr=is_nil_attr, nil_score_attr=nil_score_attr, scorer=scorer)

@@ -11,8 +11,11 @@ of training (every time `update` has seen as many mentions as the training
 set holds), which refreshes the dynamic hard negatives (kNN-BioEL Sec. 2.2).
 """
 
+import hashlib
 import logging
+import os
 import time
+from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -76,7 +79,8 @@ class BioELLinker(TrainablePipe):
                  index_backend: str, use_knn: bool, knn_k: int, knn_lambda: float,
                  knn_beta1: float, knn_beta2: float, nil_threshold: Optional[float],
                  context_window: int, abbreviations: bool, encode_batch_size: int,
-                 kb_ents_attr: str, is_nil_attr: str, nil_score_attr: str,
+                 embedding_cache: Optional[str] = None, kb_ents_attr: str, is_nil_attr: str,
+                 nil_score_attr: str,
                  scorer: Optional[Callable]) -> None:
         self.vocab = vocab
         self.model = model
@@ -91,6 +95,7 @@ class BioELLinker(TrainablePipe):
             "knn_lambda": knn_lambda, "knn_beta1": knn_beta1, "knn_beta2": knn_beta2,
             "nil_threshold": nil_threshold, "context_window": context_window,
             "abbreviations": abbreviations, "encode_batch_size": encode_batch_size,
+            "embedding_cache": embedding_cache,
             "kb_ents_attr": kb_ents_attr, "is_nil_attr": is_nil_attr,
             "nil_score_attr": nil_score_attr, "epoch_seconds": [],
         }
@@ -199,7 +204,7 @@ class BioELLinker(TrainablePipe):
         if self._index_stale or force or self.store is None:
             logger.info("%s: encoding %d names of %d concepts", self.name, len(self.names),
                         len(self.names.concept_ids))
-            self._name_embeddings = self.embed(self.names.names, "concept", progress=True)
+            self._name_embeddings = self._encode_names()
             self.store = DenseCandidateStore(self.names.concept_ids, self._name_embeddings.shape[1],
                                              index_type=self.cfg["index_type"],
                                              backend=self.cfg["index_backend"])
@@ -211,6 +216,41 @@ class BioELLinker(TrainablePipe):
                 keys = self.embed([t for t, _ in self.train_mentions], "mention")
                 self.datastore.add(keys, [cid for _, cid in self.train_mentions])
             self._datastore_stale = False
+
+    def _encode_names(self) -> np.ndarray:
+        """Embed every KB name with the concept tower. A frozen concept tower
+        gives the same embeddings in every run on the same KB, so with
+        `embedding_cache` set they are read from (or written to) that folder,
+        keyed by the names, the encoder settings and the tower's weights."""
+        cache = self.cfg.get("embedding_cache")
+        if not cache or self._concept_tower_trained():
+            return self.embed(self.names.names, "concept", progress=True)
+        path = Path(cache) / f"names-{self._name_cache_key()}.npy"
+        if path.exists():
+            embeddings = np.load(path)
+            if embeddings.shape == (len(self.names), self.model.get_dim("nO")):
+                logger.info("%s: read %d name embeddings from %s", self.name, len(embeddings), path)
+                return embeddings
+            logger.warning("%s: ignoring %s (shape %s)", self.name, path, embeddings.shape)
+        embeddings = self.embed(self.names.names, "concept", progress=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp.npy")
+        np.save(partial, embeddings)
+        partial.replace(path)  # atomic: concurrent runs never read a half-written file
+        return embeddings
+
+    def _name_cache_key(self) -> str:
+        """A digest of the names, the encoder settings and the concept tower's weights."""
+        from ..encoders.thinc_biencoder import torch_module
+
+        digest = hashlib.sha1()
+        digest.update("\n".join(self.names.names).encode("utf-8"))
+        attrs = self.model.attrs
+        digest.update(repr([attrs.get(k) for k in ("pooling", "similarity", "max_length")]).encode())
+        for name, tensor in torch_module(self.model).tower("concept").state_dict().items():
+            digest.update(name.encode())
+            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        return digest.hexdigest()[:20]
 
     def build_datastore(self, docs: Iterable[Doc]) -> int:
         """Replace the datastore with the gold mentions of `docs` (e.g. a DocBin
@@ -499,7 +539,8 @@ class BioELLinker(TrainablePipe):
             if key in attrs and attrs[key] != self.model.attrs.get(key):
                 raise BioELError(Errors.E157.format(path=path, key=key, saved=attrs[key],
                                                     config=self.model.attrs.get(key)))
-        self.cfg.update({k: v for k, v in saved.items() if k in self.cfg})
+        # the embedding cache is a folder of the machine that trained: keep this config's
+        self.cfg.update({k: v for k, v in saved.items() if k in self.cfg and k != "embedding_cache"})
         self.set_kb(KnowledgeBase.from_disk(path / "kb"))
         build_from_saved(self.model, path / "encoder")
         try:

@@ -134,3 +134,21 @@ def test_every_loss_trains(tiny_bert_dir, loss, sampling, fgsm):
     assert np.mean(history[-5:]) < np.mean(history[:5])
     scores = nlp.evaluate(train)
     assert scores["bioel_acc@5"] >= 0.8
+
+
+def test_embedding_cache_for_a_frozen_concept_tower(tiny_bert_dir, tmp_path):
+    frozen = {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
+              "max_length": 16, "shared_towers": False, "train_concept_tower": False}
+    _, first, _ = build(tiny_bert_dir, model=frozen, embedding_cache=str(tmp_path))
+    files = list(tmp_path.glob("names-*.npy"))
+    assert len(files) == 1 and not list(tmp_path.glob("*.tmp.npy"))
+    np.save(files[0], np.load(files[0]) * 0 + 0.5)  # mark it: a hit must read this file
+    _, second, _ = build(tiny_bert_dir, model=frozen, embedding_cache=str(tmp_path))
+    assert np.all(second._name_embeddings == 0.5)
+    # other encoder settings, another key
+    build(tiny_bert_dir, model=dict(frozen, max_length=12), embedding_cache=str(tmp_path))
+    assert len(list(tmp_path.glob("names-*.npy"))) == 2
+    # a trained concept tower (shared) never uses the cache
+    _, shared, _ = build(tiny_bert_dir, embedding_cache=str(tmp_path))
+    assert len(list(tmp_path.glob("names-*.npy"))) == 2
+    assert not np.all(shared._name_embeddings == 0.5)

@@ -1,0 +1,161 @@
+"""`ablate SPEC`: train every variant of a loss x negatives grid with several
+seeds, tune kNN / NIL on dev, evaluate on test with the kNN datastore off and
+on; `ablate-table`: mean +- std over seeds, one markdown table, NIL PR plots.
+
+Runs are resumable: each (variant, seed) writes one small JSON under
+RESULTS/<dataset>/ and is skipped when that file exists, so a long grid can
+be spread over several sessions (or machines) and the table made from what is
+there (it states the seed count of every row).
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import typer
+
+from ._app import app, read_docs, setup_logging, split_csv, write_json
+
+logger = logging.getLogger(__name__)
+
+
+def load_spec(path: Path) -> dict:
+    """The grid: {'seeds': [...], 'variants': {name: {'config', 'overrides', 'describe'}}}."""
+    import srsly
+
+    from ..errors import BioELError, Errors
+
+    spec = srsly.read_yaml(path)
+    variants = spec.get("variants") if isinstance(spec, dict) else None
+    if not variants or not isinstance(variants, dict):
+        raise BioELError(Errors.E166.format(path=path, problem="no 'variants' mapping"))
+    for name, variant in variants.items():
+        if not isinstance(variant, dict) or "config" not in variant:
+            raise BioELError(Errors.E166.format(path=path, problem=f"variant '{name}' has no config"))
+    return spec
+
+
+def train_command(variant: dict, seed: int, output: Path, paths: Dict[str, Path],
+                  extra: Dict[str, str]) -> List[str]:
+    """`python -m spacy train` for one (variant, seed)."""
+    command = [sys.executable, "-m", "spacy", "train", str(variant["config"]),
+               "--output", str(output), "--paths.train", str(paths["train"]),
+               "--paths.dev", str(paths["dev"]), "--paths.kb", str(paths["kb"]),
+               "--system.seed", str(seed), "--training.seed", str(seed)]
+    for key, value in {**(variant.get("overrides") or {}), **extra}.items():
+        command += [f"--{key}", str(value).lower() if isinstance(value, bool) else str(value)]
+    return command
+
+
+def evaluate_run(pipeline: Path, test_docs, kb, train_docs, use_knn: bool) -> dict:
+    """The harness's report for one pipeline (gold spans), plus the NIL PR curve."""
+    from ..evaluation.ablation import nil_pr_curve
+    from ..evaluation.linkers import run_pipeline
+    from ..evaluation.metrics import evaluate_records
+    from ..evaluation.records import annotate_subsets
+
+    records = run_pipeline(pipeline, test_docs, overrides={"use_knn": use_knn})
+    annotate_subsets(records, kb, train_docs)
+    report = evaluate_records(records, n_bootstrap=0)
+    report["nil_pr_curve"] = nil_pr_curve([r.is_nil for r in records],
+                                          [r.nil_score for r in records])
+    return report
+
+
+@app.command("ablate")
+def ablate(
+    spec_path: Path = typer.Argument(..., help="The grid, e.g. configs/ablations.yml"),
+    dataset: str = typer.Option(..., "--dataset", help="Dataset label (results go to RESULTS/DATASET/)"),
+    train: Path = typer.Option(..., "--train"),
+    dev: Path = typer.Option(..., "--dev", help="Dev DocBin: model selection, kNN and NIL tuning"),
+    test: Path = typer.Option(..., "--test"),
+    kb_path: Path = typer.Option(..., "--kb"),
+    results: Path = typer.Option(Path("results/ablations"), "--results"),
+    work: Path = typer.Option(Path("training/ablations"), "--work", help="Training output folders"),
+    variants: str = typer.Option("", "--variants", help="Comma-separated subset of the spec's variants"),
+    seeds: str = typer.Option("", "--seeds", help="Comma-separated seeds (default: the spec's)"),
+    embedding_cache: Optional[Path] = typer.Option(None, "--embedding-cache", help="Folder caching a frozen concept tower's name embeddings across runs"),
+    max_minutes: float = typer.Option(0.0, "--max-minutes", help="Start no new run after this many minutes (0: no limit)"),
+    keep_models: bool = typer.Option(False, "--keep-models/--drop-models", help="Keep each run's trained pipelines"),
+) -> None:
+    """Train, tune on dev and evaluate on test every (variant, seed) not done yet."""
+    import srsly
+
+    from ..kb.knowledge_base import KnowledgeBase
+
+    setup_logging()
+    spec = load_spec(spec_path)
+    chosen = split_csv(variants) or list(spec["variants"])
+    unknown = [v for v in chosen if v not in spec["variants"]]
+    if unknown:
+        from ..errors import BioELError, Errors
+        raise BioELError(Errors.E166.format(path=spec_path, problem=f"unknown variants {unknown}"))
+    seed_list = [int(s) for s in split_csv(seeds)] or [int(s) for s in spec.get("seeds", [0])]
+    kb = KnowledgeBase.from_disk(kb_path)
+    test_docs, train_docs = read_docs([test]), read_docs([train, dev])
+    paths = {"train": train, "dev": dev, "kb": kb_path}
+    extra = {"components.bioel_linker.embedding_cache": str(embedding_cache)} if embedding_cache else {}
+    start = time.perf_counter()
+    todo = [(seed, name) for seed in seed_list for name in chosen  # every variant's first seed first
+            if not (results / dataset / f"{name}__seed{seed}.json").exists()]
+    typer.echo(f"{dataset}: {len(todo)} of {len(seed_list) * len(chosen)} runs to do")
+    for done, (seed, name) in enumerate(todo):
+        if max_minutes and (time.perf_counter() - start) / 60 > max_minutes:
+            typer.echo(f"Stopping after {done} runs: --max-minutes {max_minutes} reached")
+            break
+        variant = spec["variants"][name]
+        output = work / dataset / f"{name}__seed{seed}"
+        typer.echo(f"[{done + 1}/{len(todo)}] {dataset} {name} seed {seed}")
+        run_start = time.perf_counter()
+        command = train_command(variant, seed, output, paths, extra)
+        subprocess.run(command, check=True)
+        train_seconds = time.perf_counter() - run_start
+        best = output / "model-best"
+        subprocess.run([sys.executable, "-m", "spacy_bioel", "tune", str(best), str(dev),
+                        "--output", str(output / "tuning.json")], check=True)
+        tuning = srsly.read_json(output / "tuning.json")
+        linker_cfg = srsly.read_json(best / "bioel_linker" / "cfg")
+        evaluations = {f"knn_{'on' if knn else 'off'}": evaluate_run(best, test_docs, kb, train_docs, knn)
+                       for knn in (False, True)}
+        write_json(results / dataset / f"{name}__seed{seed}.json", {
+            "dataset": dataset, "variant": name, "seed": seed,
+            "describe": variant.get("describe", {}), "config": str(variant["config"]),
+            "overrides": variant.get("overrides") or {}, "command": command[1:],
+            "train_seconds": round(train_seconds, 1),
+            "epoch_seconds": linker_cfg.get("epoch_seconds", []),
+            "tuned": {"knn": tuning.get("best"), "nil": tuning.get("nil")},
+            "evaluations": evaluations,
+        })
+        if not keep_models:
+            shutil.rmtree(output, ignore_errors=True)
+    typer.echo(f"Results in {results / dataset}")
+
+
+@app.command("ablate-table")
+def ablate_table(
+    results: Path = typer.Argument(Path("results/ablations"), help="Folder of run results"),
+    output: Path = typer.Option(Path("results/ablations/ablations.md"), "--output", help="Markdown table (JSON beside it, PNG plots in the same folder)"),
+) -> None:
+    """Mean +- std over seeds for every (dataset, variant, kNN), and NIL PR plots."""
+    import srsly
+
+    from ..evaluation.ablation import ablation_table, plot_nil_curves, summarise
+
+    runs = [srsly.read_json(p) for p in sorted(results.glob("*/*__seed*.json"))]
+    if not runs:
+        from ..errors import BioELError, Errors
+        raise BioELError(Errors.E166.format(path=results, problem="no run results (*/*__seed*.json)"))
+    rows = summarise(runs)
+    table = ablation_table(rows)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(table, encoding="utf-8")
+    write_json(output.with_suffix(".json"), rows)
+    plots = [plot_nil_curves(runs, d, output.parent / f"nil_pr_{d}.png")
+             for d in dict.fromkeys(r["dataset"] for r in runs)]
+    typer.echo(table)
+    typer.echo(f"{len(runs)} runs; plots: {[str(p) for p in plots if p]}")

@@ -1,0 +1,81 @@
+"""`ablate` and `ablate-table` end to end on a tiny fixture: two variants, two seeds."""
+import spacy
+import srsly
+from spacy.tokens import DocBin
+from typer.testing import CliRunner
+
+from spacy_bioel import Concept, KnowledgeBase
+from spacy_bioel.cli import app
+from spacy_bioel.errors import BioELError
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+def write_corpus(tmp_path):
+    nlp = spacy.blank("en")
+    docs = []
+    for text, spans in [("colon cancer and heart attack", [(0, 12, "D1"), (17, 29, "D2")]),
+                        ("asthma in a child", [(0, 6, "D3")]),
+                        ("a rare unknown syndrome", [(7, 23, "NIL")])] * 2:
+        doc = nlp.make_doc(text)
+        doc.ents = [doc.char_span(s, e, label="Disease", kb_id=c) for s, e, c in spans]
+        docs.append(doc)
+    DocBin(docs=docs, store_user_data=True).to_disk(tmp_path / "data.spacy")
+    kb = KnowledgeBase(name="toy")
+    kb.add(Concept("D1", "colorectal carcinoma", ("colon cancer",)))
+    kb.add(Concept("D2", "myocardial infarction", ("heart attack",)))
+    kb.add(Concept("D3", "asthma"))
+    kb.to_disk(tmp_path / "kb.bioelkb")
+
+
+def test_ablate_and_table(tiny_bert_dir, tmp_path):
+    write_corpus(tmp_path)
+    small = {"paths.encoder": str(tiny_bert_dir), "training.max_epochs": 1,
+             "training.eval_frequency": 2, "components.bioel_linker.model.max_length": 16}
+    srsly.write_yaml(tmp_path / "spec.yml", {"seeds": [0, 1], "variants": {
+        "infonce": {"config": str(REPO / "configs/linker_cpu.cfg"), "overrides": small,
+                    "describe": {"loss": "InfoNCE", "negatives": "hard", "fgsm": "no"}},
+        "proxy-fgsm": {"config": str(REPO / "configs/linker_proxy.cfg"), "overrides": small,
+                       "describe": {"loss": "proxy", "negatives": "mixed", "fgsm": "yes"}}}})
+    data, runner = str(tmp_path / "data.spacy"), CliRunner()
+    args = ["ablate", str(tmp_path / "spec.yml"), "--dataset", "toy", "--train", data,
+            "--dev", data, "--test", data, "--kb", str(tmp_path / "kb.bioelkb"),
+            "--results", str(tmp_path / "results"), "--work", str(tmp_path / "work"),
+            "--embedding-cache", str(tmp_path / "cache")]
+    result = runner.invoke(app, args + ["--seeds", "0"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert sorted(p.name for p in (tmp_path / "results" / "toy").iterdir()) == \
+        ["infonce__seed0.json", "proxy-fgsm__seed0.json"]
+    assert not (tmp_path / "work" / "toy" / "infonce__seed0").exists()  # models dropped
+    assert len(list((tmp_path / "cache").glob("names-*.npy"))) == 1  # frozen tower: one encoding
+    run = srsly.read_json(tmp_path / "results" / "toy" / "infonce__seed0.json")
+    for key in ("knn_off", "knn_on"):
+        report = run["evaluations"][key]
+        assert report["n"] == 6 and report["nil"]["n_gold_nil"] == 2
+        assert len(report["nil_pr_curve"]["precision"]) == len(report["nil_pr_curve"]["recall"])
+    # resumable: seed 0 is skipped, seed 1 runs
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0 and "2 of 4 runs to do" in result.output
+    result = runner.invoke(app, ["ablate-table", str(tmp_path / "results"),
+                                 "--output", str(tmp_path / "results" / "table.md")])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    rows = srsly.read_json(tmp_path / "results" / "table.json")
+    assert len(rows) == 4 and all(row["seeds"] == 2 for row in rows)
+    runs = [srsly.read_json(p) for p in (tmp_path / "results" / "toy").glob("infonce__*.json")]
+    values = [r["evaluations"]["knn_off"]["acc@1"] for r in runs]
+    row = next(r for r in rows if r["variant"] == "infonce" and r["knn"] == "off")
+    assert abs(row["Acc@1"]["mean"] - sum(values) / 2) < 1e-9
+    table = (tmp_path / "results" / "table.md").read_text()
+    assert "| toy | proxy-fgsm | proxy | mixed | yes | on | 2 |" in table
+    assert (tmp_path / "results" / "nil_pr_toy.png").stat().st_size > 1000
+
+
+def test_bad_spec_errors(tmp_path):
+    srsly.write_yaml(tmp_path / "spec.yml", {"variants": {"x": {"overrides": {}}}})
+    from spacy_bioel.cli.ablate import load_spec
+    try:
+        load_spec(tmp_path / "spec.yml")
+    except BioELError as err:
+        assert err.code == "E166" and "no config" in str(err)
+    else:
+        raise AssertionError("E166 expected")
