@@ -1,6 +1,6 @@
 """`ablate SPEC`: train every variant of a loss x negatives grid with several
-seeds, tune kNN / NIL on dev, evaluate on test with the kNN datastore off and
-on; `ablate-table`: mean +- std over seeds, one markdown table, NIL PR plots.
+seeds, tune kNN on dev, evaluate on test with the kNN datastore off and on
+(each with a NIL threshold calibrated on dev for that setting); `ablate-table`: mean +- std over seeds, one markdown table, NIL PR plots.
 
 Runs are resumable: each (variant, seed) writes one small JSON under
 RESULTS/<dataset>/ and is skipped when that file exists, so a long grid can
@@ -52,16 +52,35 @@ def train_command(variant: dict, seed: int, output: Path, paths: Dict[str, Path]
     return command
 
 
-def evaluate_run(pipeline: Path, test_docs, kb, train_docs, use_knn: bool) -> dict:
-    """The harness's report for one pipeline (gold spans), plus the NIL PR curve."""
+def dev_nil_threshold(pipeline: Path, dev_docs, overrides: dict) -> Optional[float]:
+    """The NIL threshold that maximises dev NIL F1 for these settings (None
+    without gold NIL on dev): nil_score depends on whether kNN is on, so each
+    evaluated setting gets its own."""
+    import math
+
+    from ..evaluation.linkers import run_pipeline
+    from ..nil.threshold import calibrate_nil_threshold
+
+    records = run_pipeline(pipeline, dev_docs, overrides=overrides)
+    threshold = calibrate_nil_threshold([r.nil_score for r in records],
+                                        [r.is_nil for r in records])["threshold"]
+    return None if math.isinf(threshold) else float(threshold)
+
+
+def evaluate_run(pipeline: Path, test_docs, dev_docs, kb, train_docs, use_knn: bool) -> dict:
+    """The harness's report for one pipeline (gold spans) with kNN on or off and
+    a NIL threshold calibrated on dev for that setting, plus the NIL PR curve."""
     from ..evaluation.ablation import nil_pr_curve
     from ..evaluation.linkers import run_pipeline
     from ..evaluation.metrics import evaluate_records
     from ..evaluation.records import annotate_subsets
 
-    records = run_pipeline(pipeline, test_docs, overrides={"use_knn": use_knn})
+    overrides: Dict[str, object] = {"use_knn": use_knn}
+    overrides["nil_threshold"] = dev_nil_threshold(pipeline, dev_docs, overrides)
+    records = run_pipeline(pipeline, test_docs, overrides=overrides)
     annotate_subsets(records, kb, train_docs)
     report = evaluate_records(records, n_bootstrap=0)
+    report["nil_threshold"] = overrides["nil_threshold"]
     report["nil_pr_curve"] = nil_pr_curve([r.is_nil for r in records],
                                           [r.nil_score for r in records])
     return report
@@ -97,7 +116,7 @@ def ablate(
         raise BioELError(Errors.E166.format(path=spec_path, problem=f"unknown variants {unknown}"))
     seed_list = [int(s) for s in split_csv(seeds)] or [int(s) for s in spec.get("seeds", [0])]
     kb = KnowledgeBase.from_disk(kb_path)
-    test_docs, train_docs = read_docs([test]), read_docs([train, dev])
+    test_docs, dev_docs, train_docs = read_docs([test]), read_docs([dev]), read_docs([train, dev])
     paths = {"train": train, "dev": dev, "kb": kb_path}
     extra = {"components.bioel_linker.embedding_cache": str(embedding_cache)} if embedding_cache else {}
     start = time.perf_counter()
@@ -120,7 +139,8 @@ def ablate(
                         "--output", str(output / "tuning.json")], check=True)
         tuning = srsly.read_json(output / "tuning.json")
         linker_cfg = srsly.read_json(best / "bioel_linker" / "cfg")
-        evaluations = {f"knn_{'on' if knn else 'off'}": evaluate_run(best, test_docs, kb, train_docs, knn)
+        evaluations = {f"knn_{'on' if knn else 'off'}":
+                       evaluate_run(best, test_docs, dev_docs, kb, train_docs, knn)
                        for knn in (False, True)}
         write_json(results / dataset / f"{name}__seed{seed}.json", {
             "dataset": dataset, "variant": name, "seed": seed,

@@ -112,7 +112,7 @@ def plot_nil_curves(results: Sequence[dict], dataset: str, path: Path) -> Option
         return None
     fig, ax = plt.subplots(figsize=(6.5, 5))
     for variant, item in chosen.items():
-        ax.plot(item["curve"]["recall"], item["curve"]["precision"],
+        ax.step(item["curve"]["recall"], item["curve"]["precision"], where="post",
                 label=f"{variant} (seed {item['seed']}, AP {100 * item['ap']:.1f})")
     ax.set_xlabel("NIL recall")
     ax.set_ylabel("NIL precision")

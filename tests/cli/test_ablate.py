@@ -1,35 +1,17 @@
 """`ablate` and `ablate-table` end to end on a tiny fixture: two variants, two seeds."""
-import spacy
 import srsly
-from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
-from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.cli import app
 from spacy_bioel.errors import BioELError
+
+from tests.utils import write_toy_linking_data
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
-def write_corpus(tmp_path):
-    nlp = spacy.blank("en")
-    docs = []
-    for text, spans in [("colon cancer and heart attack", [(0, 12, "D1"), (17, 29, "D2")]),
-                        ("asthma in a child", [(0, 6, "D3")]),
-                        ("a rare unknown syndrome", [(7, 23, "NIL")])] * 2:
-        doc = nlp.make_doc(text)
-        doc.ents = [doc.char_span(s, e, label="Disease", kb_id=c) for s, e, c in spans]
-        docs.append(doc)
-    DocBin(docs=docs, store_user_data=True).to_disk(tmp_path / "data.spacy")
-    kb = KnowledgeBase(name="toy")
-    kb.add(Concept("D1", "colorectal carcinoma", ("colon cancer",)))
-    kb.add(Concept("D2", "myocardial infarction", ("heart attack",)))
-    kb.add(Concept("D3", "asthma"))
-    kb.to_disk(tmp_path / "kb.bioelkb")
-
-
 def test_ablate_and_table(tiny_bert_dir, tmp_path):
-    write_corpus(tmp_path)
+    write_toy_linking_data(tmp_path, repeat=2)
     small = {"paths.encoder": str(tiny_bert_dir), "training.max_epochs": 1,
              "training.eval_frequency": 2, "components.bioel_linker.model.max_length": 16}
     srsly.write_yaml(tmp_path / "spec.yml", {"seeds": [0, 1], "variants": {
@@ -52,6 +34,7 @@ def test_ablate_and_table(tiny_bert_dir, tmp_path):
     for key in ("knn_off", "knn_on"):
         report = run["evaluations"][key]
         assert report["n"] == 6 and report["nil"]["n_gold_nil"] == 2
+        assert report["nil_threshold"] is not None  # calibrated on dev for this setting
         assert len(report["nil_pr_curve"]["precision"]) == len(report["nil_pr_curve"]["recall"])
     # resumable: seed 0 is skipped, seed 1 runs
     result = runner.invoke(app, args)

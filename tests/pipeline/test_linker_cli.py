@@ -4,27 +4,15 @@ import srsly
 from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
-from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.cli import app
+
+from tests.utils import write_toy_linking_data
 
 REPO_CONFIG = __import__("pathlib").Path(__file__).resolve().parents[2] / "configs" / "linker.cfg"
 
 
 def write_data(tmp_path):
-    nlp = spacy.blank("en")
-    docs = []
-    for text, spans in [("colon cancer and heart attack", [(0, 12, "D1"), (17, 29, "D2")]),
-                        ("asthma in a child", [(0, 6, "D3")]),
-                        ("an unknown syndrome", [(3, 19, "NIL")])]:
-        doc = nlp.make_doc(text)
-        doc.ents = [doc.char_span(s, e, label="Disease", kb_id=c) for s, e, c in spans]
-        docs.append(doc)
-    DocBin(docs=docs, store_user_data=True).to_disk(tmp_path / "data.spacy")
-    kb = KnowledgeBase(name="toy")
-    kb.add(Concept("D1", "colorectal carcinoma", ("colon cancer",)))
-    kb.add(Concept("D2", "myocardial infarction", ("heart attack",)))
-    kb.add(Concept("D3", "asthma"))
-    kb.to_disk(tmp_path / "kb.bioelkb")
+    write_toy_linking_data(tmp_path)
 
 
 def init_pipeline(runner, tmp_path, tiny_bert_dir):

@@ -5,9 +5,8 @@ from pathlib import Path
 
 import pytest
 import spacy
-from spacy.tokens import DocBin
 
-from spacy_bioel import Concept, KnowledgeBase
+from tests.utils import write_toy_linking_data
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -15,23 +14,11 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("config", ["linker.cfg", "linker_cpu.cfg", "linker_proxy.cfg",
                                     "linker_triplet.cfg", "linker_prototype.cfg"])
 def test_spacy_train_linker_config(tiny_bert_dir, tmp_path, config):
-    nlp = spacy.blank("en")
-    docs = []
-    for text, spans in [("colon cancer and heart attack", [(0, 12, "D1"), (17, 29, "D2")]),
-                        ("asthma in a child", [(0, 6, "D3")])] * 3:
-        doc = nlp.make_doc(text)
-        doc.ents = [doc.char_span(s, e, label="Disease", kb_id=c) for s, e, c in spans]
-        docs.append(doc)
-    DocBin(docs=docs, store_user_data=True).to_disk(tmp_path / "train.spacy")
-    kb = KnowledgeBase(name="toy")
-    kb.add(Concept("D1", "colorectal carcinoma", ("colon cancer",)))
-    kb.add(Concept("D2", "myocardial infarction", ("heart attack",)))
-    kb.add(Concept("D3", "asthma"))
-    kb.to_disk(tmp_path / "kb.bioelkb")
+    write_toy_linking_data(tmp_path, nil=False, repeat=3)
     result = subprocess.run(
         [sys.executable, "-m", "spacy", "train", str(REPO / "configs" / config),
-         "--output", str(tmp_path / "out"), "--paths.train", str(tmp_path / "train.spacy"),
-         "--paths.dev", str(tmp_path / "train.spacy"), "--paths.kb", str(tmp_path / "kb.bioelkb"),
+         "--output", str(tmp_path / "out"), "--paths.train", str(tmp_path / "data.spacy"),
+         "--paths.dev", str(tmp_path / "data.spacy"), "--paths.kb", str(tmp_path / "kb.bioelkb"),
          "--paths.encoder", str(tiny_bert_dir), "--training.max_epochs", "2",
          "--training.eval_frequency", "2", "--components.bioel_linker.model.max_length", "16"],
         capture_output=True, text=True)
