@@ -1,5 +1,6 @@
 """`ablate SPEC`: train every variant of a loss x negatives grid with several
-seeds, tune kNN on dev, evaluate on test with the kNN datastore off and on
+seeds (the same epochs each; the last checkpoint is evaluated), tune kNN on
+dev, evaluate on test with the kNN datastore off and on
 (each with a NIL threshold calibrated on dev for that setting); `ablate-table`: mean +- std over seeds, one markdown table, NIL PR plots.
 
 Runs are resumable: each (variant, seed) writes one small JSON under
@@ -134,19 +135,21 @@ def ablate(
         command = train_command(variant, seed, output, paths, extra)
         subprocess.run(command, check=True)
         train_seconds = time.perf_counter() - run_start
-        best = output / "model-best"
-        subprocess.run([sys.executable, "-m", "spacy_bioel", "tune", str(best), str(dev),
+        # every variant is compared after the same training budget: model-best could be
+        # spaCy's step-0 checkpoint (the untrained encoder) when a loss first lowers dev accuracy
+        final = output / "model-last"
+        subprocess.run([sys.executable, "-m", "spacy_bioel", "tune", str(final), str(dev),
                         "--output", str(output / "tuning.json")], check=True)
         tuning = srsly.read_json(output / "tuning.json")
-        linker_cfg = srsly.read_json(best / "bioel_linker" / "cfg")
+        linker_cfg = srsly.read_json(final / "bioel_linker" / "cfg")
         evaluations = {f"knn_{'on' if knn else 'off'}":
-                       evaluate_run(best, test_docs, dev_docs, kb, train_docs, knn)
+                       evaluate_run(final, test_docs, dev_docs, kb, train_docs, knn)
                        for knn in (False, True)}
         write_json(results / dataset / f"{name}__seed{seed}.json", {
             "dataset": dataset, "variant": name, "seed": seed,
             "describe": variant.get("describe", {}), "config": str(variant["config"]),
             "overrides": variant.get("overrides") or {}, "command": command[1:],
-            "train_seconds": round(train_seconds, 1),
+            "checkpoint": "model-last", "train_seconds": round(train_seconds, 1),
             "epoch_seconds": linker_cfg.get("epoch_seconds", []),
             "tuned": {"knn": tuning.get("best"), "nil": tuning.get("nil")},
             "evaluations": evaluations,
