@@ -118,7 +118,7 @@ def plot_nil_curves(results: Sequence[dict], dataset: str, path: Path) -> Option
     ax.set_ylabel("NIL precision")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.02)
-    ax.set_title(f"NIL detection by score threshold: {dataset} test")
+    ax.set_title(f"NIL detection by score threshold (kNN off): {dataset} test")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper right")
     path.parent.mkdir(parents=True, exist_ok=True)
