@@ -1,7 +1,8 @@
 """`ablate SPEC`: train every variant of a loss x negatives grid with several
 seeds (the same epochs each; the last checkpoint is evaluated), tune kNN on
-dev, evaluate on test with the kNN datastore off and on
-(each with a NIL threshold calibrated on dev for that setting); `ablate-table`: mean +- std over seeds, one markdown table, NIL PR plots.
+dev, evaluate on test with the kNN datastore off and on (each with a NIL
+threshold calibrated on dev for that setting); `ablate-table`: mean +- std
+over seeds, one markdown table, NIL PR plots.
 
 Runs are resumable: each (variant, seed) writes one small JSON under
 RESULTS/<dataset>/ and is skipped when that file exists, so a long grid can
@@ -53,7 +54,7 @@ def train_command(variant: dict, seed: int, output: Path, paths: Dict[str, Path]
     return command
 
 
-def dev_nil_threshold(pipeline: Path, dev_docs, overrides: dict) -> Optional[float]:
+def dev_nil_threshold(nlp, dev_docs, overrides: dict) -> Optional[float]:
     """The NIL threshold that maximises dev NIL F1 for these settings (None
     without gold NIL on dev): nil_score depends on whether kNN is on, so each
     evaluated setting gets its own."""
@@ -62,13 +63,13 @@ def dev_nil_threshold(pipeline: Path, dev_docs, overrides: dict) -> Optional[flo
     from ..evaluation.linkers import run_pipeline
     from ..nil.threshold import calibrate_nil_threshold
 
-    records = run_pipeline(pipeline, dev_docs, overrides=overrides)
+    records = run_pipeline(nlp, dev_docs, overrides=overrides)
     threshold = calibrate_nil_threshold([r.nil_score for r in records],
                                         [r.is_nil for r in records])["threshold"]
     return None if math.isinf(threshold) else float(threshold)
 
 
-def evaluate_run(pipeline: Path, test_docs, dev_docs, kb, train_docs, use_knn: bool) -> dict:
+def evaluate_run(nlp, test_docs, dev_docs, kb, train_docs, use_knn: bool) -> dict:
     """The harness's report for one pipeline (gold spans) with kNN on or off and
     a NIL threshold calibrated on dev for that setting, plus the NIL PR curve."""
     from ..evaluation.ablation import nil_pr_curve
@@ -77,8 +78,8 @@ def evaluate_run(pipeline: Path, test_docs, dev_docs, kb, train_docs, use_knn: b
     from ..evaluation.records import annotate_subsets
 
     overrides: Dict[str, object] = {"use_knn": use_knn}
-    overrides["nil_threshold"] = dev_nil_threshold(pipeline, dev_docs, overrides)
-    records = run_pipeline(pipeline, test_docs, overrides=overrides)
+    overrides["nil_threshold"] = dev_nil_threshold(nlp, dev_docs, overrides)
+    records = run_pipeline(nlp, test_docs, overrides=overrides)
     annotate_subsets(records, kb, train_docs)
     report = evaluate_records(records, n_bootstrap=0)
     report["nil_threshold"] = overrides["nil_threshold"]
@@ -104,6 +105,7 @@ def ablate(
     keep_models: bool = typer.Option(False, "--keep-models/--drop-models", help="Keep each run's trained pipelines"),
 ) -> None:
     """Train, tune on dev and evaluate on test every (variant, seed) not done yet."""
+    import spacy
     import srsly
 
     from ..kb.knowledge_base import KnowledgeBase
@@ -142,8 +144,9 @@ def ablate(
                         "--output", str(output / "tuning.json")], check=True)
         tuning = srsly.read_json(output / "tuning.json")
         linker_cfg = srsly.read_json(final / "bioel_linker" / "cfg")
+        nlp = spacy.load(final)  # loaded once: each evaluation sets every cfg value it needs
         evaluations = {f"knn_{'on' if knn else 'off'}":
-                       evaluate_run(final, test_docs, dev_docs, kb, train_docs, knn)
+                       evaluate_run(nlp, test_docs, dev_docs, kb, train_docs, knn)
                        for knn in (False, True)}
         write_json(results / dataset / f"{name}__seed{seed}.json", {
             "dataset": dataset, "variant": name, "seed": seed,

@@ -101,14 +101,18 @@ def torch_module(model: Model) -> BiEncoder:
     return model.layers[0].shims[0]._model
 
 
+def tokenize(model: Model, texts: List[str], device) -> Tuple[Any, Any]:
+    """(input_ids, attention_mask) tensors on `device`, padded and truncated to
+    the model's max_length with its tokenizer."""
+    batch = model.attrs["tokenizer"](list(texts), padding=True, truncation=True,
+                                     max_length=model.attrs["max_length"], return_tensors="pt")
+    return batch["input_ids"].to(device), batch["attention_mask"].to(device)
+
+
 def _make_converter(outer: Model) -> Callable:
     def convert_inputs(model: Model, X: EncoderInput, is_train: bool):
         texts, tower = X
-        tokenizer = outer.attrs["tokenizer"]
-        batch = tokenizer(list(texts), padding=True, truncation=True,
-                          max_length=outer.attrs["max_length"], return_tensors="pt")
-        device = model.shims[0].device
-        args = ArgsKwargs(args=(batch["input_ids"].to(device), batch["attention_mask"].to(device)),
+        args = ArgsKwargs(args=tokenize(outer, texts, model.shims[0].device),
                           kwargs={"tower": tower})
         return args, lambda d_inputs: X
     return convert_inputs
@@ -118,4 +122,5 @@ def forward(model: Model, X: EncoderInput, is_train: bool):
     return model.layers[0](X, is_train)
 
 
-__all__ = ["build_biencoder", "build_from_saved", "save_encoder_config", "torch_module"]
+__all__ = ["build_biencoder", "build_from_saved", "save_encoder_config", "torch_module",
+           "tokenize"]

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+
+if TYPE_CHECKING:
+    from spacy.language import Language
 
 from spacy.tokens import Doc, Span
 from tqdm import tqdm
@@ -60,16 +63,17 @@ def _strip_links(nlp, doc: Doc) -> Doc:
     return fresh
 
 
-def run_pipeline(path: Path, docs: Sequence[Doc], kb_ents_attr: str = "kb_ents",
+def run_pipeline(path: Union[Path, "Language"], docs: Sequence[Doc], kb_ents_attr: str = "kb_ents",
                  batch_size: int = 64, overrides: Optional[dict] = None) -> List[MentionRecord]:
-    """Link gold mentions with a saved pipeline (gold spans given, NER disabled).
+    """Link gold mentions with a saved pipeline directory, or a loaded one
+    (gold spans given, NER disabled; `overrides` update the linker's cfg).
 
     The pipeline's linker must write `Span._.<kb_ents_attr>` as [(id, score), ...]
     and may set `kb_id_` ('NIL' for NIL) and `Span._.nil_score`.
     """
     import spacy
 
-    nlp = spacy.load(path)
+    nlp = spacy.load(path) if isinstance(path, (str, Path)) else path
     for _, pipe in nlp.pipeline:  # e.g. {"use_knn": False} for an ablation row
         if overrides and isinstance(getattr(pipe, "cfg", None), dict) and hasattr(pipe, "store"):
             pipe.cfg.update(overrides)

@@ -3,7 +3,7 @@ prototype-based triplet loss with soft-radius neighbour (SRN) clustering.
 
 References:
     Prototype-based triplet loss with soft-radius neighbour clustering for
-    imbalanced biomedical entity linking (see ../shared/papers README):
+    imbalanced biomedical entity linking:
     Sec. 3.2.2, eq. 2 (triplet loss for entity linking):
 
         L = max(||f_m(m_i) - f_e(e+_i)|| - ||f_m(m_i) - f_e(e-_i)|| + alpha, 0),

@@ -303,7 +303,7 @@ class BioELLinker(TrainablePipe):
         groups = torch.tensor([doc for _, _, doc in mentions], device=m.device)
         loss = self.loss(m, n[:batch], hard, gold_ids, groups)
         if self.cfg["fgsm_epsilon"] > 0:
-            adversarial = self._adversarial_names(m, name_texts, batch)  # (batch * (1 + p), dim)
+            adversarial = self._adversarial_names(m, name_texts, p)  # (batch * (1 + p), dim)
             adv_hard = adversarial[batch:].reshape(batch, p, -1) if p else None
             loss = loss + self.cfg["fgsm_weight"] * self.loss(m, adversarial[:batch], adv_hard,
                                                               gold_ids, groups)
@@ -381,7 +381,7 @@ class BioELLinker(TrainablePipe):
                              [self._closest_name(query, c) for c in drawn])
         return positives, negatives
 
-    def _adversarial_names(self, mentions, name_texts: List[str], batch: int):
+    def _adversarial_names(self, mentions, name_texts: List[str], p: int):
         """FGSM-perturbed concept-tower embeddings of the batch's names (Wiatrak
         et al. eqs. 6-7): z+_adv = z+ - eps * sign(grad s(m, e+)) for each
         positive and z-_adv = z- + eps * sign(grad s(m, e-)) for each negative,
@@ -391,23 +391,20 @@ class BioELLinker(TrainablePipe):
         gradients, so the adversarial loss term of eq. 8 trains both towers.
 
         mentions (torch.Tensor): (batch, dim) mention embeddings.
-        name_texts (List[str]): batch positives, then batch * p negatives.
+        name_texts (List[str]): batch positives, then p negatives per mention.
+        p (int): negatives per mention.
         RETURNS (torch.Tensor): (len(name_texts), dim) perturbed name embeddings.
         """
         import torch
 
-        from ..encoders.thinc_biencoder import torch_module
+        from ..encoders.thinc_biencoder import tokenize, torch_module
 
         module = torch_module(self.model)
         device = next(module.parameters()).device
-        tokens = self.model.attrs["tokenizer"](name_texts, padding=True, truncation=True,
-                                               max_length=self.model.attrs["max_length"],
-                                               return_tensors="pt")
-        ids, mask = tokens["input_ids"].to(device), tokens["attention_mask"].to(device)
-        owner = torch.arange(len(name_texts), device=device) % batch  # the mention of each name
-        if len(name_texts) > batch:  # negatives are laid out mention by mention
-            owner[batch:] = torch.arange(len(name_texts) - batch, device=device) // \
-                ((len(name_texts) - batch) // batch)
+        ids, mask = tokenize(self.model, name_texts, device)
+        batch = mentions.shape[0]
+        mention_index = torch.arange(batch, device=device)
+        owner = torch.cat([mention_index, mention_index.repeat_interleave(p)])  # mention of each name
         sign = torch.ones(len(name_texts), device=device)
         sign[:batch] = -1.0  # positives move to lower similarity, negatives to higher
         z = module.concept_input_embeddings(ids).detach().requires_grad_(True)  # (n, seq, hidden)

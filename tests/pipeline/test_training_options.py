@@ -107,9 +107,9 @@ def test_fgsm_moves_names_adversarially(tiny_bert_dir):
     mentions = xp2torch(linker.model.ops.asarray(linker.embed(texts, "mention")))
     names = ["colorectal carcinoma", "asthma", "gout", "rickets", "gout", "breast carcinoma"]
     torch_module(linker.model).eval()  # thinc's predict (embed) leaves it in train mode
-    adversarial = linker._adversarial_names(mentions, names, batch=2).detach()
+    adversarial = linker._adversarial_names(mentions, names, p=2).detach()
     linker.cfg["fgsm_epsilon"] = 0.0  # the same path unperturbed
-    clean = linker._adversarial_names(mentions, names, batch=2).detach()
+    clean = linker._adversarial_names(mentions, names, p=2).detach()
     assert torch.allclose(clean, torch.tensor(linker.embed(names, "concept")), atol=1e-5)
     owner = torch.tensor([0, 1, 0, 0, 1, 1])
     before = (mentions[owner] * clean).sum(-1)
