@@ -143,6 +143,9 @@ class Errors(metaclass=ErrorsWithCodes):
     E166 = ("The ablation spec or results at {path} cannot be used: {problem}. See "
             "configs/ablations.yml for the format: seeds, and variants with a config, "
             "optional overrides (dotted config keys) and a describe mapping.")
+    E167 = ("frozen_layers = {n} cannot be applied to encoder '{encoder}': {problem}. Use a "
+            "value from 0 (train every layer) to the encoder's number of transformer layers, "
+            "with a BERT-style model (embeddings + encoder.layer).")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

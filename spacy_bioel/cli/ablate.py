@@ -27,7 +27,9 @@ logger = logging.getLogger(__name__)
 
 
 def load_spec(path: Path) -> dict:
-    """The grid: {'seeds': [...], 'variants': {name: {'config', 'overrides', 'describe'}}}."""
+    """The grid: {'seeds': [...], 'overrides': {...}, 'variants': {name: {'config',
+    'overrides', 'describe'}}}; the top-level overrides (the training budget)
+    apply to every variant, a variant's own override wins."""
     import srsly
 
     from ..errors import BioELError, Errors
@@ -36,9 +38,13 @@ def load_spec(path: Path) -> dict:
     variants = spec.get("variants") if isinstance(spec, dict) else None
     if not variants or not isinstance(variants, dict):
         raise BioELError(Errors.E166.format(path=path, problem="no 'variants' mapping"))
+    shared = spec.get("overrides") or {}
+    if not isinstance(shared, dict):
+        raise BioELError(Errors.E166.format(path=path, problem="'overrides' is not a mapping"))
     for name, variant in variants.items():
         if not isinstance(variant, dict) or "config" not in variant:
             raise BioELError(Errors.E166.format(path=path, problem=f"variant '{name}' has no config"))
+        variant["overrides"] = {**shared, **(variant.get("overrides") or {})}
     return spec
 
 
@@ -166,11 +172,14 @@ def ablate(
 def ablate_table(
     results: Path = typer.Argument(Path("results/ablations"), help="Folder of run results"),
     output: Path = typer.Option(Path("results/ablations/ablations.md"), "--output", help="Markdown table (JSON beside it, PNG plots in the same folder)"),
+    spec_path: Optional[Path] = typer.Option(None, "--spec", help="The grid (configs/ablations.yml): its 'comparisons' add a table of paired differences"),
 ) -> None:
-    """Mean +- std over seeds for every (dataset, variant, kNN), and NIL PR plots."""
+    """Mean +- std over seeds for every (dataset, variant, kNN), the spec's
+    comparisons (paired by seed), and NIL PR plots."""
     import srsly
 
-    from ..evaluation.ablation import ablation_table, plot_nil_curves, summarise
+    from ..evaluation.ablation import (ablation_table, compare, comparison_table,
+                                       plot_nil_curves, summarise)
 
     runs = [srsly.read_json(p) for p in sorted(results.glob("*/*__seed*.json"))]
     if not runs:
@@ -178,9 +187,13 @@ def ablate_table(
         raise BioELError(Errors.E166.format(path=results, problem="no run results (*/*__seed*.json)"))
     rows = summarise(runs)
     table = ablation_table(rows)
+    comparisons = compare(runs, load_spec(spec_path).get("comparisons") or []) if spec_path else []
+    if comparisons:
+        table += "\nPaired differences (a − b, points, mean ± std over seeds):\n\n" + \
+            comparison_table(comparisons)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(table, encoding="utf-8")
-    write_json(output.with_suffix(".json"), rows)
+    write_json(output.with_suffix(".json"), {"rows": rows, "comparisons": comparisons})
     plots = [plot_nil_curves(runs, d, output.parent / f"nil_pr_{d}.png")
              for d in dict.fromkeys(r["dataset"] for r in runs)]
     typer.echo(table)

@@ -2,7 +2,6 @@
 interpolation and NIL threshold on dev, rebuild the datastore."""
 from __future__ import annotations
 
-import itertools
 import logging
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -62,7 +61,7 @@ def tune(
     import srsly
 
     from ..corpora.documents import split_gold_ids
-    from ..datastore.knn import interpolate
+    from ..datastore.knn import grid_accuracy
     from ..nil.threshold import calibrate_nil_threshold
 
     setup_logging()
@@ -76,16 +75,11 @@ def tune(
     candidates = linker.store.search(embeddings, k=min(top_k, len(linker.names.concept_ids)))
     k_values = [int(v) for v in split_csv(ks)]
     neighbours = linker.datastore.search(embeddings, max(k_values))
-    rows: List[Dict[str, float]] = []
     linkable = [i for i, g in enumerate(gold) if g]
-    for k, lam, b1, b2 in itertools.product(k_values, map(float, split_csv(lambdas)),
-                                            map(float, split_csv(beta1s)), map(float, split_csv(beta2s))):
-        correct = 0
-        for i in linkable:
-            ranked = interpolate(candidates[i], neighbours[i][:k], lam, b1, b2)
-            correct += bool(ranked) and ranked[0][0] in gold[i]
-        rows.append({"k": k, "lambda": lam, "beta1": b1, "beta2": b2,
-                     "acc@1": correct / max(len(linkable), 1)})
+    rows: List[Dict[str, float]] = grid_accuracy(
+        [candidates[i] for i in linkable], [neighbours[i] for i in linkable],
+        [gold[i] for i in linkable], k_values, [float(v) for v in split_csv(lambdas)],
+        [float(v) for v in split_csv(beta1s)], [float(v) for v in split_csv(beta2s)])
     best = max(rows, key=lambda r: (r["acc@1"], -r["lambda"]))
     result: Dict[str, object] = {"dev": str(dev), "n": len(linkable), "best": best, "grid": rows}
     gold_nil = [not g for g in gold]

@@ -75,6 +75,60 @@ def interpolate(candidates: Scored, neighbours: Scored, lam: float, beta1: float
     return sorted(mixed, key=lambda item: -item[1])
 
 
+def _row_softmax(scores: np.ndarray, temperature: float) -> np.ndarray:
+    """Softmax of every row over its finite entries (-inf entries get 0; an
+    all -inf row gives zeros)."""
+    finite = np.isfinite(scores)
+    top = np.where(finite.any(axis=1), np.max(np.where(finite, scores, -np.inf), axis=1), 0.0)
+    exp = np.where(finite, np.exp((np.where(finite, scores, 0.0) - top[:, None]) / temperature), 0.0)
+    total = exp.sum(axis=1, keepdims=True)
+    return np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
+
+
+def grid_accuracy(candidates: Sequence[Scored], neighbours: Sequence[Scored],
+                  gold: Sequence[set], k_values: Sequence[int], lambdas: Sequence[float],
+                  beta1s: Sequence[float], beta2s: Sequence[float]) -> List[Dict[str, float]]:
+    """Acc@1 of `interpolate` (eqs. 4-6) for every (k, lambda, beta1, beta2),
+    vectorised over mentions: the same top-1 as calling `interpolate` on each
+    mention (ties in candidate order, then neighbour order) at a fraction of
+    the time, so `tune` stays fast on large dev sets.
+
+    candidates, neighbours: per mention, (concept_id, score), neighbours
+        sorted by similarity (as DatastoreKNN.search returns them).
+    gold: per mention, the set of gold ids (mentions are counted as given).
+    RETURNS (List[dict]): {'k', 'lambda', 'beta1', 'beta2', 'acc@1'} per combination.
+    """
+    n = len(candidates)
+    labels = [list(dict.fromkeys([c for c, _ in cands] + [c for c, _ in neigh]))
+              for cands, neigh in zip(candidates, neighbours)]
+    width = max([len(u) for u in labels] + [1])
+    model = np.full((n, width), -np.inf)
+    correct = np.zeros((n, width), dtype=bool)
+    best = {k: np.full((n, width), -np.inf) for k in k_values}
+    for i, (cands, neigh, union) in enumerate(zip(candidates, neighbours, labels)):
+        position = {c: j for j, c in enumerate(union)}
+        for cid, score in cands:  # a repeated id keeps its last score, as in model_distribution
+            model[i, position[cid]] = score
+        for j, cid in enumerate(union):
+            correct[i, j] = cid in gold[i]
+        for k in k_values:
+            row = best[k][i]
+            for cid, sim in neigh[:k]:
+                row[position[cid]] = max(row[position[cid]], sim)
+    p_model = {b1: _row_softmax(model, b1) for b1 in beta1s}
+    rows = []
+    for k in k_values:
+        p_knn = {b2: _row_softmax(best[k], b2) for b2 in beta2s}
+        for lam in lambdas:
+            for b1 in beta1s:
+                for b2 in beta2s:
+                    mixed = lam * p_knn[b2] + (1.0 - lam) * p_model[b1]
+                    top = mixed.argmax(axis=1)  # the first maximum: candidate order breaks ties
+                    acc = float(correct[np.arange(n), top].mean()) if n else 0.0
+                    rows.append({"k": k, "lambda": lam, "beta1": b1, "beta2": b2, "acc@1": acc})
+    return rows
+
+
 class DatastoreKNN:
     """Keys: training-mention embeddings; values: their gold concept ids.
 
@@ -135,4 +189,5 @@ class DatastoreKNN:
         return store
 
 
-__all__ = ["DatastoreKNN", "interpolate", "knn_distribution", "model_distribution"]
+__all__ = ["DatastoreKNN", "interpolate", "grid_accuracy", "knn_distribution",
+           "model_distribution"]

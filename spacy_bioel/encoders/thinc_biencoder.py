@@ -18,7 +18,7 @@ from spacy.util import registry
 from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v2
 from thinc.types import Floats2d
 
-from .torch_biencoder import DEFAULT_ENCODER, BiEncoder, load_transformer
+from .torch_biencoder import DEFAULT_ENCODER, BiEncoder, freeze_bottom, load_transformer
 
 logger = logging.getLogger(__name__)
 EncoderInput = Tuple[List[str], str]
@@ -28,7 +28,8 @@ EncoderInput = Tuple[List[str], str]
 def build_biencoder(encoder: str = DEFAULT_ENCODER, pooling: str = "mean",
                     similarity: str = "cosine", shared_towers: bool = True,
                     train_concept_tower: bool = True, max_length: int = 25,
-                    mixed_precision: bool = False) -> Model[EncoderInput, Floats2d]:
+                    mixed_precision: bool = False, frozen_layers: int = 0
+                    ) -> Model[EncoderInput, Floats2d]:
     """A bi-encoder over a Hugging Face transformer.
 
     encoder (str): A local model directory, a hub name (needs internet), or
@@ -40,6 +41,9 @@ def build_biencoder(encoder: str = DEFAULT_ENCODER, pooling: str = "mean",
         tower, so the candidate index never goes stale (fast on a CPU).
     max_length (int): Maximum tokens per text.
     mixed_precision (bool): Autocast and gradient scaling on a CUDA device (ignored on CPU).
+    frozen_layers (int): Freeze the embedding layer and this many bottom
+        transformer layers of the trained tower(s); 0 trains every layer. On a
+        CPU, 3 of MiniLM's 6 layers halves the time of a training step.
     """
     return Model("bioel_biencoder", forward, init=init, layers=[],
                  dims={"nO": None},
@@ -47,7 +51,7 @@ def build_biencoder(encoder: str = DEFAULT_ENCODER, pooling: str = "mean",
                         "shared_towers": shared_towers,
                         "train_concept_tower": train_concept_tower,
                         "max_length": max_length, "mixed_precision": mixed_precision,
-                        "tokenizer": None})
+                        "frozen_layers": frozen_layers, "tokenizer": None})
 
 
 def init(model: Model, X: Optional[EncoderInput] = None, Y: Optional[Any] = None) -> None:
@@ -66,6 +70,9 @@ def attach_module(model: Model, tokenizer, transformer) -> None:
         if not model.attrs["train_concept_tower"]:
             for parameter in concept.parameters():
                 parameter.requires_grad_(False)
+        else:
+            freeze_bottom(concept, model.attrs.get("frozen_layers", 0), model.attrs["encoder"])
+    freeze_bottom(transformer, model.attrs.get("frozen_layers", 0), model.attrs["encoder"])
     module = BiEncoder(transformer, concept, pooling=model.attrs["pooling"],
                        similarity=model.attrs["similarity"])
     import torch

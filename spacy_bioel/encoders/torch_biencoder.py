@@ -98,6 +98,29 @@ class BiEncoder(nn.Module):
         return pooled
 
 
+def freeze_bottom(transformer: nn.Module, n_layers: int, name: str = "") -> None:
+    """Freeze the embedding layer and the first `n_layers` transformer layers
+    of a BERT-style model (`embeddings` + `encoder.layer`), so that only the
+    top layers train: on a CPU this roughly halves a training step (no
+    gradient for the 30k x hidden word-embedding table, no backward through
+    the bottom layers). 0 leaves every parameter trainable."""
+    if n_layers <= 0:
+        return
+    layers = getattr(getattr(transformer, "encoder", None), "layer", None)
+    embeddings = getattr(transformer, "embeddings", None)
+    if layers is None or embeddings is None:
+        from ..errors import BioELError, Errors
+        raise BioELError(Errors.E167.format(n=n_layers, encoder=name,
+                                            problem="it has no embeddings + encoder.layer"))
+    if n_layers > len(layers):
+        from ..errors import BioELError, Errors
+        raise BioELError(Errors.E167.format(n=n_layers, encoder=name,
+                                            problem=f"it has {len(layers)} layers"))
+    for module in [embeddings, *layers[:n_layers]]:
+        for parameter in module.parameters():
+            parameter.requires_grad_(False)
+
+
 def load_transformer(name_or_path: str, *, config_only: bool = False):
     """Load (tokenizer, model) from a local directory, the embedded default, or
     a hub name. `config_only` builds random weights from the config (used
@@ -144,5 +167,5 @@ def encode_texts(model: BiEncoder, tokenizer, texts: Sequence[str], *, tower: st
     return out
 
 
-__all__ = ["BiEncoder", "load_transformer", "encode_texts", "length_buckets",
+__all__ = ["BiEncoder", "load_transformer", "freeze_bottom", "encode_texts", "length_buckets",
            "resolve_model_path", "DEFAULT_ENCODER", "MENTION_START", "MENTION_END"]

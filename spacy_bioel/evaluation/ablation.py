@@ -19,7 +19,8 @@ COLUMNS: List[Tuple[str, Tuple[str, ...]]] = [
     ("Acc@1", ("acc@1",)), ("Acc@5", ("acc@5",)),
     ("refined Acc@1", ("refined", "acc@1")), ("refined Acc@5", ("refined", "acc@5")),
     ("seen Acc@1", ("seen", "acc@1")), ("unseen Acc@1", ("unseen", "acc@1")),
-    ("NIL AP", ("nil", "average_precision")), ("NIL F1", ("nil", "f1")),
+    ("NIL AP", ("nil", "average_precision")), ("NIL P", ("nil", "precision")),
+    ("NIL R", ("nil", "recall")), ("NIL F1", ("nil", "f1")),
 ]
 EVALUATIONS = (("knn_off", "off"), ("knn_on", "on"))
 
@@ -93,6 +94,66 @@ def ablation_table(rows: Sequence[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _side(spec, default_knn: str) -> Tuple[str, str]:
+    """(variant, knn) of one side of a comparison: 'name' or {variant, knn}."""
+    if isinstance(spec, str):
+        return spec, default_knn
+    return str(spec.get("variant", "*")), str(spec.get("knn", default_knn))
+
+
+def compare(results: Sequence[dict], comparisons: Sequence[dict]) -> List[dict]:
+    """Paired differences a - b for the questions of a spec's `comparisons`.
+
+    A comparison is {'question', 'a', 'b', 'metrics', 'knn'}: each side a
+    variant name (at `knn`, default 'off') or {'variant', 'knn'}, where variant
+    '*' pairs every variant with itself (e.g. kNN on vs off). Runs are paired
+    by (dataset, seed) (and variant for '*'); a row per (question, dataset,
+    metric) holds the mean and std of the differences, the number of pairs and
+    how many of them favour a.
+    """
+    reports: Dict[Tuple[str, str, int, str], dict] = {}
+    for result in results:
+        for key, label in EVALUATIONS:
+            report = result.get("evaluations", {}).get(key)
+            if report is not None:
+                reports[(result["dataset"], result["variant"], result["seed"], label)] = report
+    datasets = list(dict.fromkeys(r["dataset"] for r in results))
+    paths = dict(COLUMNS)
+    rows = []
+    for comparison in comparisons:
+        (variant_a, knn_a) = _side(comparison["a"], comparison.get("knn", "off"))
+        (variant_b, knn_b) = _side(comparison["b"], comparison.get("knn", "off"))
+        for dataset in datasets:
+            for metric in comparison.get("metrics", ["Acc@1"]):
+                diffs = []
+                for (d, variant, seed, knn), report in reports.items():
+                    if d != dataset or knn != knn_a or variant_a not in ("*", variant):
+                        continue
+                    other = reports.get((d, variant if variant_b == "*" else variant_b, seed, knn_b))
+                    a, b = _get(report, paths[metric]), _get(other or {}, paths[metric])
+                    if other is not None and a is not None and b is not None:
+                        diffs.append(a - b)
+                rows.append({"question": comparison.get("question", ""), "dataset": dataset,
+                             "a": f"{variant_a} (kNN {knn_a})", "b": f"{variant_b} (kNN {knn_b})",
+                             "metric": metric, "pairs": len(diffs),
+                             "a_better": int(sum(d > 0 for d in diffs)),
+                             "mean": float(np.mean(diffs)) if diffs else None,
+                             "std": float(np.std(diffs, ddof=1)) if len(diffs) > 1 else None})
+    return rows
+
+
+def comparison_table(rows: Sequence[dict]) -> str:
+    """Markdown: one line per row of `compare`, differences in points."""
+    lines = ["| question | dataset | a | b | metric | a − b | pairs | a better |",
+             "|---|---|---|---|---|---:|---:|---:|"]
+    for row in rows:
+        diff = "-" if row["mean"] is None else f"{100 * row['mean']:+.1f}" + \
+            (f" ± {100 * row['std']:.1f}" if row["std"] is not None else "")
+        lines.append(f"| {row['question']} | {row['dataset']} | {row['a']} | {row['b']} | "
+                     f"{row['metric']} | {diff} | {row['pairs']} | {row['a_better']} |")
+    return "\n".join(lines) + "\n"
+
+
 def plot_nil_curves(results: Sequence[dict], dataset: str, path: Path) -> Optional[Path]:
     """One PNG of NIL precision-recall curves (kNN off, every variant's lowest
     seed) for `dataset`; None when no run has a curve."""
@@ -128,4 +189,5 @@ def plot_nil_curves(results: Sequence[dict], dataset: str, path: Path) -> Option
     return path
 
 
-__all__ = ["nil_pr_curve", "summarise", "ablation_table", "plot_nil_curves", "COLUMNS"]
+__all__ = ["nil_pr_curve", "summarise", "ablation_table", "compare", "comparison_table",
+           "plot_nil_curves", "COLUMNS"]

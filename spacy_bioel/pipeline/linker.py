@@ -197,8 +197,9 @@ class BioELLinker(TrainablePipe):
             out[indices] = self.model.ops.to_numpy(emb)
         return out
 
-    def refresh(self, force: bool = False) -> None:
-        """Rebuild what is stale: the concept-name index, then the datastore."""
+    def refresh(self, force: bool = False, datastore: bool = True) -> None:
+        """Rebuild what is stale: the concept-name index, then (unless
+        `datastore` is False) the kNN datastore."""
         if self.kb is None:
             raise BioELError(Errors.E160.format(name=self.name))
         if self._index_stale or force or self.store is None:
@@ -210,7 +211,7 @@ class BioELLinker(TrainablePipe):
                                              backend=self.cfg["index_backend"])
             self.store.add(self._name_embeddings, self.names.owners)
             self._index_stale = False
-        if self._datastore_stale or force or self.datastore is None:
+        if datastore and (self._datastore_stale or force or self.datastore is None):
             self.datastore = DatastoreKNN(self.model.get_dim("nO"))
             if self.train_mentions:
                 keys = self.embed([t for t, _ in self.train_mentions], "mention")
@@ -334,7 +335,8 @@ class BioELLinker(TrainablePipe):
             self._epoch_end_due = False
             self._seen_in_epoch = 0
             self.epochs_refreshed += 1
-            self.refresh()
+            # only the index feeds hard negatives; the datastore is rebuilt when predict needs it
+            self.refresh(datastore=False)
             seconds = time.perf_counter() - self._epoch_start
             self.cfg.setdefault("epoch_seconds", []).append(round(seconds, 1))
             logger.info("%s: epoch %d took %.1fs (index refresh included)", self.name,

@@ -14,10 +14,13 @@ def test_ablate_and_table(tiny_bert_dir, tmp_path):
     write_toy_linking_data(tmp_path, repeat=2)
     small = {"paths.encoder": str(tiny_bert_dir), "training.max_epochs": 1,
              "training.eval_frequency": 2, "components.bioel_linker.model.max_length": 16}
-    srsly.write_yaml(tmp_path / "spec.yml", {"seeds": [0, 1], "variants": {
-        "infonce": {"config": str(REPO / "configs/linker_cpu.cfg"), "overrides": small,
+    srsly.write_yaml(tmp_path / "spec.yml", {"seeds": [0, 1], "overrides": small, "comparisons": [
+        {"question": "proxy vs InfoNCE", "a": "proxy-fgsm", "b": "infonce", "metrics": ["Acc@1"]}],
+        "variants": {
+        "infonce": {"config": str(REPO / "configs/linker_cpu.cfg"),
+                    "overrides": {"training.eval_frequency": 3},  # wins over the shared one
                     "describe": {"loss": "InfoNCE", "negatives": "hard", "fgsm": "no"}},
-        "proxy-fgsm": {"config": str(REPO / "configs/linker_proxy.cfg"), "overrides": small,
+        "proxy-fgsm": {"config": str(REPO / "configs/linker_proxy.cfg"),
                        "describe": {"loss": "proxy", "negatives": "mixed", "fgsm": "yes"}}}})
     data, runner = str(tmp_path / "data.spacy"), CliRunner()
     args = ["ablate", str(tmp_path / "spec.yml"), "--dataset", "toy", "--train", data,
@@ -31,6 +34,10 @@ def test_ablate_and_table(tiny_bert_dir, tmp_path):
     assert not (tmp_path / "work" / "toy" / "infonce__seed0").exists()  # models dropped
     assert len(list((tmp_path / "cache").glob("names-*.npy"))) == 1  # frozen tower: one encoding
     run = srsly.read_json(tmp_path / "results" / "toy" / "infonce__seed0.json")
+    command = " ".join(run["command"])
+    assert "--training.max_epochs 1" in command and "--training.eval_frequency 3" in command
+    other = " ".join(srsly.read_json(tmp_path / "results" / "toy" / "proxy-fgsm__seed0.json")["command"])
+    assert "--training.max_epochs 1" in other and "--training.eval_frequency 2" in other
     for key in ("knn_off", "knn_on"):
         report = run["evaluations"][key]
         assert report["n"] == 6 and report["nil"]["n_gold_nil"] == 2
@@ -40,9 +47,12 @@ def test_ablate_and_table(tiny_bert_dir, tmp_path):
     result = runner.invoke(app, args)
     assert result.exit_code == 0 and "2 of 4 runs to do" in result.output
     result = runner.invoke(app, ["ablate-table", str(tmp_path / "results"),
-                                 "--output", str(tmp_path / "results" / "table.md")])
+                                 "--output", str(tmp_path / "results" / "table.md"),
+                                 "--spec", str(tmp_path / "spec.yml")])
     assert result.exit_code == 0, result.output + repr(result.exception)
-    rows = srsly.read_json(tmp_path / "results" / "table.json")
+    rows = srsly.read_json(tmp_path / "results" / "table.json")["rows"]
+    comparisons = srsly.read_json(tmp_path / "results" / "table.json")["comparisons"]
+    assert [(c["question"], c["pairs"]) for c in comparisons] == [("proxy vs InfoNCE", 2)]
     assert len(rows) == 4 and all(row["seeds"] == 2 for row in rows)
     runs = [srsly.read_json(p) for p in (tmp_path / "results" / "toy").glob("infonce__*.json")]
     values = [r["evaluations"]["knn_off"]["acc@1"] for r in runs]

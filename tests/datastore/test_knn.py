@@ -52,3 +52,32 @@ def test_datastore_search_and_round_trip():
     with pytest.raises(BioELError) as err:
         store.add(keys, values[:-1])
     assert err.value.code == "E155"
+
+
+def test_grid_accuracy_matches_interpolate_mention_by_mention():
+    import itertools
+
+    from spacy_bioel.datastore.knn import grid_accuracy, interpolate
+
+    rng = np.random.default_rng(0)
+    ids = [f"D{i}" for i in range(12)]
+    candidates, neighbours, gold = [], [], []
+    for i in range(200):
+        cands = [(c, float(s)) for c, s in zip(rng.choice(ids, size=rng.integers(0, 6), replace=False),
+                                                rng.normal(size=6))]
+        sims = sorted(rng.uniform(-1, 1, size=rng.integers(0, 8)), reverse=True)
+        neigh = [(str(rng.choice(ids)), float(s)) for s in sims]
+        if i % 10 == 0 and cands:  # exact ties between candidates: the first must win
+            cands = [(c, 0.5) for c, _ in cands]
+        candidates.append(cands)
+        neighbours.append(neigh)
+        gold.append({str(rng.choice(ids))} if i % 3 else {cands[0][0]} if cands else {"D0"})
+    grid = dict(k_values=[1, 2, 4, 8], lambdas=[0.0, 0.3, 1.0], beta1s=[0.05, 1.0], beta2s=[0.1, 2.0])
+    rows = grid_accuracy(candidates, neighbours, gold, **grid)
+    assert len(rows) == 4 * 3 * 2 * 2
+    for row in rows:
+        expected = sum(bool(ranked) and ranked[0][0] in g for ranked, g in (
+            (interpolate(c, n[:row["k"]], row["lambda"], row["beta1"], row["beta2"]), g)
+            for c, n, g in zip(candidates, neighbours, gold))) / len(gold)
+        assert row["acc@1"] == pytest.approx(expected), row
+    assert len({r["acc@1"] for r in rows}) > 3  # the settings matter: the test can tell them apart

@@ -194,5 +194,6 @@ def test_staleness_and_epoch_refresh(tiny_bert_dir):
     nlp.update(train, sgd=Adam(1e-2), losses={})
     # one update = one epoch of these 2 mentions: the index was refreshed at epoch end
     assert linker.epochs_refreshed == 1 and not linker._index_stale
+    assert linker._datastore_stale  # the datastore waits for predict, not rebuilt every epoch
     assert linker.store.to_bytes() != before
     assert len(linker.cfg["epoch_seconds"]) == 1

@@ -152,3 +152,30 @@ def test_embedding_cache_for_a_frozen_concept_tower(tiny_bert_dir, tmp_path):
     _, shared, _ = build(tiny_bert_dir, embedding_cache=str(tmp_path))
     assert len(list(tmp_path.glob("names-*.npy"))) == 2
     assert not np.all(shared._name_embeddings == 0.5)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_frozen_layers_train_only_the_top(tiny_bert_dir, shared):
+    from spacy_bioel.encoders.thinc_biencoder import torch_module
+
+    model = {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
+             "max_length": 16, "shared_towers": shared, "frozen_layers": 1}
+    nlp, linker, train = build(tiny_bert_dir, model=model)
+    module = torch_module(linker.model)
+    before = {k: v.clone() for k, v in module.state_dict().items()}
+    optimizer = Adam(1e-2)
+    for _ in range(3):
+        nlp.update(train, sgd=optimizer, losses={})
+    changed = {k for k, v in module.state_dict().items() if not torch.equal(v, before[k])}
+    assert changed, "nothing trained"
+    for tower in ("mention_encoder", "concept_encoder") if not shared else ("mention_encoder",):
+        assert not any(k.startswith(f"{tower}.embeddings.") or
+                       k.startswith(f"{tower}.encoder.layer.0.") for k in changed)
+        assert any(k.startswith(f"{tower}.encoder.layer.1.") for k in changed)
+
+
+def test_frozen_layers_beyond_the_encoder_depth_is_an_error(tiny_bert_dir):
+    model = {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
+             "max_length": 16, "frozen_layers": 3}  # the tiny model has 2 layers
+    with pytest.raises(BioELError, match="E167"):
+        build(tiny_bert_dir, model=model)
