@@ -143,14 +143,21 @@ def compare(results: Sequence[dict], comparisons: Sequence[dict]) -> List[dict]:
 
 
 def comparison_table(rows: Sequence[dict]) -> str:
-    """Markdown: one line per row of `compare`, differences in points."""
+    """Markdown: one line per row of `compare` that has pairs, differences in
+    points; the questions without any pair are named below the table."""
     lines = ["| question | dataset | a | b | metric | a − b | pairs | a better |",
              "|---|---|---|---|---|---:|---:|---:|"]
+    answered = {row["question"] for row in rows if row["pairs"]}
     for row in rows:
+        if not row["pairs"]:
+            continue
         diff = "-" if row["mean"] is None else f"{100 * row['mean']:+.1f}" + \
             (f" ± {100 * row['std']:.1f}" if row["std"] is not None else "")
         lines.append(f"| {row['question']} | {row['dataset']} | {row['a']} | {row['b']} | "
                      f"{row['metric']} | {diff} | {row['pairs']} | {row['a_better']} |")
+    missing = list(dict.fromkeys(row["question"] for row in rows if row["question"] not in answered))
+    if missing:
+        lines += ["", "Not answered yet (no run pairs): " + "; ".join(missing) + "."]
     return "\n".join(lines) + "\n"
 
 

@@ -36,3 +36,7 @@ def test_compare_pairs_by_seed():
     assert knn["mean"] == pytest.approx((0.05 + 0.05 + 0 - 0.05 + 0) / 5)
     assert "| a vs b | toy | a (kNN off) | b (kNN off) | Acc@1 | +0.0 ± 14.1 | 2 | 1 |" in \
         comparison_table(rows)
+    unrun = compare(RUNS, [{"question": "c vs a", "a": "c", "b": "a"}])
+    assert unrun[0]["pairs"] == 0
+    assert "| c vs a |" not in comparison_table(unrun)
+    assert "Not answered yet (no run pairs): c vs a." in comparison_table(unrun)
