@@ -64,6 +64,7 @@ def init(model: Model, X: Optional[EncoderInput] = None, Y: Optional[Any] = None
 
 def attach_module(model: Model, tokenizer, transformer) -> None:
     """Build the BiEncoder around `transformer` and wrap it as the model's layer."""
+    frozen = model.attrs.get("frozen_layers", 0)  # absent in pipelines saved before the option
     concept = None
     if not model.attrs["shared_towers"]:
         concept = copy.deepcopy(transformer)
@@ -71,8 +72,8 @@ def attach_module(model: Model, tokenizer, transformer) -> None:
             for parameter in concept.parameters():
                 parameter.requires_grad_(False)
         else:
-            freeze_bottom(concept, model.attrs.get("frozen_layers", 0), model.attrs["encoder"])
-    freeze_bottom(transformer, model.attrs.get("frozen_layers", 0), model.attrs["encoder"])
+            freeze_bottom(concept, frozen, model.attrs["encoder"])
+    freeze_bottom(transformer, frozen, model.attrs["encoder"])
     module = BiEncoder(transformer, concept, pooling=model.attrs["pooling"],
                        similarity=model.attrs["similarity"])
     import torch

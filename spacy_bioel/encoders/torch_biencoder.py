@@ -108,14 +108,11 @@ def freeze_bottom(transformer: nn.Module, n_layers: int, name: str = "") -> None
         return
     layers = getattr(getattr(transformer, "encoder", None), "layer", None)
     embeddings = getattr(transformer, "embeddings", None)
-    if layers is None or embeddings is None:
+    problem = ("it has no embeddings + encoder.layer" if layers is None or embeddings is None
+               else f"it has {len(layers)} layers" if n_layers > len(layers) else None)
+    if problem:
         from ..errors import BioELError, Errors
-        raise BioELError(Errors.E167.format(n=n_layers, encoder=name,
-                                            problem="it has no embeddings + encoder.layer"))
-    if n_layers > len(layers):
-        from ..errors import BioELError, Errors
-        raise BioELError(Errors.E167.format(n=n_layers, encoder=name,
-                                            problem=f"it has {len(layers)} layers"))
+        raise BioELError(Errors.E167.format(n=n_layers, encoder=name, problem=problem))
     for module in [embeddings, *layers[:n_layers]]:
         for parameter in module.parameters():
             parameter.requires_grad_(False)

@@ -121,18 +121,16 @@ def compare(results: Sequence[dict], comparisons: Sequence[dict]) -> List[dict]:
     paths = dict(COLUMNS)
     rows = []
     for comparison in comparisons:
-        (variant_a, knn_a) = _side(comparison["a"], comparison.get("knn", "off"))
-        (variant_b, knn_b) = _side(comparison["b"], comparison.get("knn", "off"))
+        variant_a, knn_a = _side(comparison["a"], comparison.get("knn", "off"))
+        variant_b, knn_b = _side(comparison["b"], comparison.get("knn", "off"))
         for dataset in datasets:
+            pairs = [(report, reports[partner]) for (d, variant, seed, knn), report in reports.items()
+                     if d == dataset and knn == knn_a and variant_a in ("*", variant)
+                     for partner in [(d, variant if variant_b == "*" else variant_b, seed, knn_b)]
+                     if partner in reports]
             for metric in comparison.get("metrics", ["Acc@1"]):
-                diffs = []
-                for (d, variant, seed, knn), report in reports.items():
-                    if d != dataset or knn != knn_a or variant_a not in ("*", variant):
-                        continue
-                    other = reports.get((d, variant if variant_b == "*" else variant_b, seed, knn_b))
-                    a, b = _get(report, paths[metric]), _get(other or {}, paths[metric])
-                    if other is not None and a is not None and b is not None:
-                        diffs.append(a - b)
+                values = [(_get(a, paths[metric]), _get(b, paths[metric])) for a, b in pairs]
+                diffs = [a - b for a, b in values if a is not None and b is not None]
                 rows.append({"question": comparison.get("question", ""), "dataset": dataset,
                              "a": f"{variant_a} (kNN {knn_a})", "b": f"{variant_b} (kNN {knn_b})",
                              "metric": metric, "pairs": len(diffs),
@@ -151,7 +149,7 @@ def comparison_table(rows: Sequence[dict]) -> str:
     for row in rows:
         if not row["pairs"]:
             continue
-        diff = "-" if row["mean"] is None else f"{100 * row['mean']:+.1f}" + \
+        diff = f"{100 * row['mean']:+.1f}" + \
             (f" ± {100 * row['std']:.1f}" if row["std"] is not None else "")
         lines.append(f"| {row['question']} | {row['dataset']} | {row['a']} | {row['b']} | "
                      f"{row['metric']} | {diff} | {row['pairs']} | {row['a_better']} |")
