@@ -94,13 +94,16 @@ def test_bad_sampling_option_errors(tiny_bert_dir):
     assert err.value.code == "E165"
 
 
-def test_fgsm_moves_names_adversarially(tiny_bert_dir):
+@pytest.mark.parametrize("chunk", [2, 64])
+def test_fgsm_moves_names_adversarially(tiny_bert_dir, monkeypatch, chunk):
     """eqs. 6-7: the perturbed positive is less similar to its mention, the
-    perturbed negatives more similar (first order, dropout off)."""
+    perturbed negatives more similar (first order, dropout off); length-sorted
+    chunks come back in the input order."""
     from thinc.api import xp2torch
 
     from spacy_bioel.encoders.thinc_biencoder import torch_module
 
+    monkeypatch.setattr("spacy_bioel.pipeline.linker.FGSM_CHUNK", chunk)
     torch.manual_seed(0)
     _, linker, _ = build(tiny_bert_dir, fgsm_epsilon=1e-4)
     texts = ["colon cancer", "asthma"]
@@ -115,6 +118,31 @@ def test_fgsm_moves_names_adversarially(tiny_bert_dir):
     before = (mentions[owner] * clean).sum(-1)
     after = (mentions[owner] * adversarial).sum(-1)
     assert torch.all(after[:2] < before[:2]) and torch.all(after[2:] > before[2:])
+
+
+def test_fgsm_on_a_frozen_concept_tower_runs_it_in_eval_mode(tiny_bert_dir, monkeypatch):
+    """The cached clean names are eval-mode embeddings; so are the FGSM passes
+    of a frozen tower (no dropout noise on top of the perturbation), which keep
+    no graph, and the tower's train mode is restored."""
+    from thinc.api import xp2torch
+
+    from spacy_bioel.encoders.thinc_biencoder import torch_module
+
+    monkeypatch.setattr("spacy_bioel.pipeline.linker.FGSM_CHUNK", 2)
+    torch.manual_seed(0)
+    frozen = {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
+              "max_length": 16, "shared_towers": False, "train_concept_tower": False}
+    _, linker, _ = build(tiny_bert_dir, model=frozen, fgsm_epsilon=0.0)
+    names = ["colorectal carcinoma", "asthma", "gout", "rickets", "gout", "breast carcinoma"]
+    mentions = xp2torch(linker.model.ops.asarray(linker.embed(["colon cancer", "asthma"],
+                                                               "mention")))
+    expected = torch.tensor(linker.embed(names, "concept"))
+    module = torch_module(linker.model)
+    module.train()  # as inside update
+    clean = linker._adversarial_names(mentions, names, p=2)
+    assert module.tower("concept").training
+    assert not clean.requires_grad
+    assert torch.allclose(clean, expected, atol=1e-5)
 
 
 @pytest.mark.parametrize("loss", sorted(LOSSES))
