@@ -442,9 +442,7 @@ class BioELLinker(TrainablePipe):
                 order.extend(indices)
         finally:
             tower.train(was_training)
-        inverse = torch.empty(len(order), dtype=torch.long, device=device)
-        inverse[torch.tensor(order, device=device)] = torch.arange(len(order), device=device)
-        return torch.cat(chunks)[inverse]
+        return torch.cat(chunks)[torch.argsort(torch.tensor(order, device=device))]  # input order
 
     def get_loss(self, examples: Iterable[Example], scores: Any) -> Tuple[float, Any]:
         """The loss is computed inside `update` (it needs retrieval); not used."""

@@ -37,6 +37,12 @@ def toy_kb():
     return kb
 
 
+def frozen_tower(tiny_bert_dir):
+    """Model config: separate towers, the concept tower frozen."""
+    return {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
+            "max_length": 16, "shared_towers": False, "train_concept_tower": False}
+
+
 def build(tiny_bert_dir, **overrides):
     nlp = spacy.blank("en")
     config = {"model": {"@architectures": "spacy-bioel.BiEncoder.v1",
@@ -130,9 +136,7 @@ def test_fgsm_on_a_frozen_concept_tower_runs_it_in_eval_mode(tiny_bert_dir, monk
 
     monkeypatch.setattr("spacy_bioel.pipeline.linker.FGSM_CHUNK", 2)
     torch.manual_seed(0)
-    frozen = {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
-              "max_length": 16, "shared_towers": False, "train_concept_tower": False}
-    _, linker, _ = build(tiny_bert_dir, model=frozen, fgsm_epsilon=0.0)
+    _, linker, _ = build(tiny_bert_dir, model=frozen_tower(tiny_bert_dir), fgsm_epsilon=0.0)
     names = ["colorectal carcinoma", "asthma", "gout", "rickets", "gout", "breast carcinoma"]
     mentions = xp2torch(linker.model.ops.asarray(linker.embed(["colon cancer", "asthma"],
                                                                "mention")))
@@ -165,8 +169,7 @@ def test_every_loss_trains(tiny_bert_dir, loss, sampling, fgsm):
 
 
 def test_embedding_cache_for_a_frozen_concept_tower(tiny_bert_dir, tmp_path):
-    frozen = {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
-              "max_length": 16, "shared_towers": False, "train_concept_tower": False}
+    frozen = frozen_tower(tiny_bert_dir)
     _, first, _ = build(tiny_bert_dir, model=frozen, embedding_cache=str(tmp_path))
     files = list(tmp_path.glob("names-*.npy"))
     assert len(files) == 1 and not list(tmp_path.glob("*.tmp.npy"))
