@@ -36,6 +36,13 @@ class Warnings(metaclass=ErrorsWithCodes):
             "from doc.ents.")
 
 
+    W006 = ("Component '{name}' is using a stale index or datastore: the model was "
+            "updated since the concept names or training mentions were encoded, and "
+            "neither predict nor to_disk encodes. Call linker.refresh() (spacy train "
+            "does at epoch ends, evaluation steps and, with the "
+            "spacy-bioel.RefreshLinkers.v1 before_to_disk callback, before saving).")
+
+
 class Errors(metaclass=ErrorsWithCodes):
     # knowledge base: E001-E049
     E001 = ("{path}, line {line}: malformed {fmt} line ({problem}). Expected "
@@ -69,6 +76,9 @@ class Errors(metaclass=ErrorsWithCodes):
             "Rebuild it with `python -m spacy_bioel kb build`.")
     E014 = ("Concept '{concept_id}' has relation '{relation}' to itself. Remove the "
             "self-loop from the source.")
+    E015 = ("Cannot merge the KBs: id '{concept_id}' is in both '{first}' and '{second}'. "
+            "Merge KBs whose concept and alternate ids are disjoint (e.g. DOID + HP), or "
+            "build one of them with a --prefixes filter.")
 
     # corpora: E050-E099
     E050 = ("{path}, line {line}: malformed PubTator {what} ({problem}). Expected "
@@ -146,6 +156,25 @@ class Errors(metaclass=ErrorsWithCodes):
     E167 = ("frozen_layers = {n} cannot be applied to encoder '{encoder}': {problem}. Use a "
             "value from 0 (train every layer) to the encoder's number of transformer layers, "
             "with a BERT-style model (embeddings + encoder.layer).")
+    E168 = ("The linker's name index has not been built: initialize the pipeline "
+            "(nlp.initialize() with a KB, see E160) or load a saved one; then "
+            "linker.refresh() encodes the KB.")
+    E169 = ("HybridCandidates: fusion '{fusion}' with sparse_weight {weight} is not supported. "
+            "Use fusion 'weighted' (sparse_weight between 0 and 1) or 'rrf'.")
+    E170 = ("TypeFilter needs a mapping from entity label to a non-empty list of concept "
+            "types, e.g. {{\"Phenotype\": [\"human_phenotype\"]}}; got {value}.")
+    E171 = ("TypeFilter: label '{label}' allows types {types}, but no concept of the KB has "
+            "one (types in the KB: {known}). Fix the type names, or rebuild the KB with "
+            "types (OBO namespaces, UMLS MRSTY, `kb merge --label-untyped`).")
+    E172 = ("Unknown linker option '{key}'. Use STAGE.PARAM (ranker.use_knn, ranker.knn_k, "
+            "ranker.knn_lambda, ranker.beta1, ranker.beta2, nil.threshold, "
+            "nil.calibration, candidates.sparse_weight) or one of {options}.")
+    E173 = ("The linker saved at {path} has format version {found}; this spacy-bioel reads "
+            "up to {expected}. Upgrade spacy-bioel, or re-save the pipeline with the "
+            "version that wrote it.")
+    E174 = ("{path} is a pipeline saved before linking stages (its config has the flat "
+            "setting(s) {keys}). Convert it with `python -m spacy_bioel upgrade-pipeline "
+            "{path} NEW_DIR`, which maps them onto the stage blocks and re-saves it.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

@@ -8,6 +8,8 @@ from typing import Any, List
 import srsly
 import typer
 
+from ..pipeline.upgrade import load_pipeline  # noqa: F401 (re-exported for the commands)
+
 app = typer.Typer(name="spacy_bioel", add_completion=False, no_args_is_help=True,
                   help="spacy-bioel: knowledge bases, corpora, baselines and evaluation.")
 kb_app = typer.Typer(no_args_is_help=True, help="Build and inspect knowledge bases.")

@@ -21,7 +21,7 @@ from typing import Dict, List, Optional
 
 import typer
 
-from ._app import app, read_docs, setup_logging, split_csv, write_json
+from ._app import app, load_pipeline, read_docs, setup_logging, split_csv, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -83,12 +83,12 @@ def evaluate_run(nlp, test_docs, dev_docs, kb, train_docs, use_knn: bool) -> dic
     from ..evaluation.metrics import evaluate_records
     from ..evaluation.records import annotate_subsets
 
-    overrides: Dict[str, object] = {"use_knn": use_knn}
-    overrides["nil_threshold"] = dev_nil_threshold(nlp, dev_docs, overrides)
+    overrides: Dict[str, object] = {"ranker.use_knn": use_knn}
+    overrides["nil.threshold"] = dev_nil_threshold(nlp, dev_docs, overrides)
     records = run_pipeline(nlp, test_docs, overrides=overrides)
     annotate_subsets(records, kb, train_docs)
     report = evaluate_records(records, n_bootstrap=0)
-    report["nil_threshold"] = overrides["nil_threshold"]
+    report["nil_threshold"] = overrides["nil.threshold"]
     report["nil_pr_curve"] = nil_pr_curve([r.is_nil for r in records],
                                           [r.nil_score for r in records])
     return report
@@ -111,7 +111,6 @@ def ablate(
     keep_models: bool = typer.Option(False, "--keep-models/--drop-models", help="Keep each run's trained pipelines"),
 ) -> None:
     """Train, tune on dev and evaluate on test every (variant, seed) not done yet."""
-    import spacy
     import srsly
 
     from ..kb.knowledge_base import KnowledgeBase
@@ -127,7 +126,7 @@ def ablate(
     kb = KnowledgeBase.from_disk(kb_path)
     test_docs, dev_docs, train_docs = read_docs([test]), read_docs([dev]), read_docs([train, dev])
     paths = {"train": train, "dev": dev, "kb": kb_path}
-    extra = {"components.bioel_linker.embedding_cache": str(embedding_cache)} if embedding_cache else {}
+    extra = {"components.bioel_linker.index.embedding_cache": str(embedding_cache)} if embedding_cache else {}
     start = time.perf_counter()
     todo = [(seed, name) for seed in seed_list for name in chosen  # every variant's first seed first
             if not (results / dataset / f"{name}__seed{seed}.json").exists()]
@@ -149,8 +148,7 @@ def ablate(
         subprocess.run([sys.executable, "-m", "spacy_bioel", "tune", str(final), str(dev),
                         "--output", str(output / "tuning.json")], check=True)
         tuning = srsly.read_json(output / "tuning.json")
-        linker_cfg = srsly.read_json(final / "bioel_linker" / "cfg")
-        nlp = spacy.load(final)  # loaded once: each evaluation sets every cfg value it needs
+        nlp = load_pipeline(final)  # loaded once: each evaluation sets every option it needs
         evaluations = {f"knn_{'on' if knn else 'off'}":
                        evaluate_run(nlp, test_docs, dev_docs, kb, train_docs, knn)
                        for knn in (False, True)}
@@ -159,7 +157,6 @@ def ablate(
             "describe": variant.get("describe", {}), "config": str(variant["config"]),
             "overrides": variant.get("overrides") or {}, "command": command[1:],
             "checkpoint": "model-last", "train_seconds": round(train_seconds, 1),
-            "epoch_seconds": linker_cfg.get("epoch_seconds", []),
             "tuned": {"knn": tuning.get("best"), "nil": tuning.get("nil")},
             "evaluations": evaluations,
         })

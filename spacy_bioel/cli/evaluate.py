@@ -40,7 +40,7 @@ def evaluate(
     dataset: str = typer.Option("", "--dataset", help="Dataset label for tables"),
     label: str = typer.Option("", "--label", help="Linker label for tables (default: the linker name)"),
     kb_ents_attr: str = typer.Option("kb_ents", "--kb-ents-attr", help="Span extension a pipeline writes"),
-    settings: List[str] = typer.Option([], "--set", help="Pipeline linker cfg override KEY=VALUE (e.g. use_knn=false), repeatable"),
+    settings: List[str] = typer.Option([], "--set", help="bioel_linker stage parameter STAGE.PARAM=VALUE (e.g. ranker.use_knn=false, nil.threshold=0.4), repeatable"),
     word_weight: float = typer.Option(0.25, "--word-weight", help="tfidf: weight of word unigrams (0.25: chosen on NCBI and BC5CDR dev, see README)"),
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:
@@ -76,7 +76,8 @@ def evaluate(
         records = run_generator(generator, docs, k)
     elif Path(linker).is_dir():
         build_seconds = 0.0
-        use_knn = parse_settings(settings).get("use_knn", True)
+        parsed = parse_settings(settings)
+        use_knn = parsed.get("ranker.use_knn", parsed.get("use_knn", True))
         dictionary = "kb + kNN datastore" if use_knn else "kb (model only)"
         records = run_pipeline(Path(linker), docs, kb_ents_attr, overrides=parse_settings(settings))
     else:

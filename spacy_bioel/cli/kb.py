@@ -52,6 +52,27 @@ def kb_build(
     typer.echo(json.dumps(stats, indent=2))
 
 
+@kb_app.command("merge")
+def kb_merge(
+    inputs: List[Path] = typer.Argument(..., help="KB files (.bioelkb) with disjoint ids"),
+    output: Path = typer.Argument(..., help="The merged KB file"),
+    name: str = typer.Option("", "--name", help="Label of the merged KB"),
+    label_untyped: bool = typer.Option(True, "--label-untyped/--keep-untyped", help="Give concepts without types their source KB's name as type"),
+) -> None:
+    """Merge KBs (e.g. DOID + HP) into one, keeping each concept's types (OBO
+    namespace, UMLS TUI, ...) so a semantic-type filter can restrict candidates."""
+    from collections import Counter
+
+    from ..kb.knowledge_base import KnowledgeBase
+
+    setup_logging()
+    kb = KnowledgeBase.merge([KnowledgeBase.from_disk(p) for p in inputs], name=name,
+                             label_untyped=label_untyped)
+    kb.to_disk(output)
+    types = Counter(t for concept in kb for t in concept.types)
+    typer.echo(f"Saved {kb!r} to {output}; types: {dict(types.most_common(10))}")
+
+
 @kb_app.command("stats")
 def kb_stats(path: Path = typer.Argument(..., help="A KB file written by `kb build`")) -> None:
     """Print a KB's counts."""

@@ -71,9 +71,13 @@ def link(
             generator = TfidfCandidates(kb, progress=False)
         candidates = generator([e.text for e in doc.ents], k=max(top, 1))
     else:
+        from ..pipeline.linker import find_linker
+
         if Path(linker).is_dir():
-            pipeline = spacy.load(linker)
-            kb = next(p for _, p in pipeline.pipeline if hasattr(p, "store")).kb
+            from ..pipeline.upgrade import load_pipeline
+
+            pipeline = load_pipeline(Path(linker))
+            kb = find_linker(pipeline).kb
         else:
             pipeline = spacy.blank("en")
             pipe = pipeline.add_pipe("bioel_linker", config={
@@ -83,12 +87,29 @@ def link(
         doc = pipeline(doc)
         candidates = [ent._.kb_ents for ent in doc.ents]
     typer.echo(f"KB: {kb.name} ({len(kb)} concepts); linker: {linker}\n")
-    typer.echo(f"{'mention':32} {'concept id':14} {'score':>6}  canonical name")
+    bioel = linker not in ("exact", "tfidf")
+    if bioel:
+        typer.echo("prob: calibrated probability that the link is right (NIL below 0.5 by "
+                   "default); sim: cosine to the concept's best name; p: ranking score\n")
+        typer.echo(f"{'mention':32}  {'concept id':14}  {'prob':>5}  {'sim':>5}  {'p':>5}  canonical name")
+    else:
+        typer.echo(f"{'mention':32} {'concept id':14} {'score':>6}  canonical name")
     for ent, ranked in zip(doc.ents, candidates):
         if not ranked:
             typer.echo(f"{ent.text[:32]:32} {'NIL':14} {'-':>6}  (no candidate)")
             continue
         concept_id, score = ranked[0]
+        if bioel:
+            shown = "NIL" if ent._.is_nil else concept_id
+            prob = "-" if ent._.kb_prob is None else f"{ent._.kb_prob:.2f}"
+            sim = "-" if ent._.kb_similarity is None else f"{ent._.kb_similarity:.2f}"
+            note = f"(best candidate: {concept_id}) " if ent._.is_nil else ""
+            typer.echo(f"{ent.text[:32]:32}  {shown:14}  {prob:>5}  {sim:>5}  {score:5.2f}  "
+                       f"{note}{kb[concept_id].canonical_name}")
+            for runner_id, runner_score in ranked[1:top]:
+                typer.echo(f"{'':32}  {runner_id:14}  {'':>5}  {'':>5}  {runner_score:5.2f}  "
+                           f"{kb[runner_id].canonical_name}")
+            continue
         typer.echo(f"{ent.text[:32]:32} {concept_id:14} {score:6.3f}  {kb[concept_id].canonical_name}")
         for runner_id, runner_score in ranked[1:top]:
             typer.echo(f"{'':32} {runner_id:14} {runner_score:6.3f}  {kb[runner_id].canonical_name}")

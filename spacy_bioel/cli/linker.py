@@ -1,14 +1,14 @@
-"""Commands around a bioel_linker pipeline: build an untrained one, tune the kNN
-interpolation and NIL threshold on dev, rebuild the datastore."""
+"""Commands around a bioel_linker pipeline: build an untrained one, tune it on
+dev, rebuild its datastore, upgrade a pipeline saved before linking stages."""
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import typer
 
-from ._app import app, read_docs, setup_logging, split_csv, write_json
+from ._app import app, load_pipeline, read_docs, setup_logging, split_csv, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -35,14 +35,6 @@ def init_pipeline(
     typer.echo(f"Saved initialized pipeline to {output}")
 
 
-def _linker(nlp, name: Optional[str]):
-    names = [n for n, p in nlp.pipeline if type(p).__name__ == "BioELLinker"]
-    if not names:
-        from ..errors import BioELError, Errors
-        raise BioELError(Errors.E163.format(names=nlp.pipe_names))
-    return nlp.get_pipe(name or names[0])
-
-
 @app.command("tune")
 def tune(
     pipeline: Path = typer.Argument(..., help="A saved pipeline with a bioel_linker"),
@@ -52,63 +44,38 @@ def tune(
     lambdas: str = typer.Option("0,0.1,0.2,0.3,0.5,0.7", "--lambda", help="Interpolation weights"),
     beta1s: str = typer.Option("0.01,0.05,0.1,0.2", "--beta1", help="Model temperatures"),
     beta2s: str = typer.Option("0.1,0.5,1,5", "--beta2", help="kNN temperatures"),
-    write: bool = typer.Option(True, "--write/--no-write", help="Write the best values into the pipeline"),
+    sparse_weights: str = typer.Option("0,0.1,0.2,0.3,0.5", "--sparse-weight", help="Hybrid candidates: weights of the TF-IDF side to try"),
+    write: bool = typer.Option(True, "--write/--no-write", help="Save the tuned pipeline (nlp.to_disk)"),
+    save_to: Optional[Path] = typer.Option(None, "--save-to", help="Where to save (default: in place)"),
     name: Optional[str] = typer.Option(None, "--component", help="Linker name (default: the first)"),
 ) -> None:
-    """Grid-search k, lambda, beta1, beta2 (kNN-BioEL eqs. 4-6) for dev Acc@1 and,
-    where dev has gold NIL, the NIL threshold for NIL F1; write them back."""
-    import spacy
-    import srsly
-
-    from ..corpora.documents import split_gold_ids
-    from ..datastore.knn import grid_accuracy
-    from ..nil.threshold import calibrate_nil_threshold
+    """Tune on dev, scoring exactly as the linker predicts: k, lambda, beta1, beta2
+    (kNN-BioEL eqs. 4-6) and a hybrid generator's sparse weight for dev Acc@1,
+    then the NIL stage's calibration (and, where dev has gold NIL, its
+    threshold for NIL F1). Saves the pipeline with nlp.to_disk."""
+    from ..pipeline.linker import find_linker
+    from ..pipeline.tuning import tune_linker
 
     setup_logging()
-    nlp = spacy.load(pipeline)
-    linker = _linker(nlp, name)
-    docs = read_docs([dev])
-    spans = [ent for doc in docs for ent in doc.ents if ent.kb_id_]
-    gold = [set(split_gold_ids(e.kb_id_)) for e in spans]
-    embeddings = linker.embed([linker._mention_input(e) for e in spans], "mention", progress=True)
-    top_k = linker.cfg["top_k"]
-    candidates = linker.store.search(embeddings, k=min(top_k, len(linker.names.concept_ids)))
-    k_values = [int(v) for v in split_csv(ks)]
-    neighbours = linker.datastore.search(embeddings, max(k_values))
-    linkable = [i for i, g in enumerate(gold) if g]
-    rows: List[Dict[str, float]] = grid_accuracy(
-        [candidates[i] for i in linkable], [neighbours[i] for i in linkable],
-        [gold[i] for i in linkable], k_values, [float(v) for v in split_csv(lambdas)],
-        [float(v) for v in split_csv(beta1s)], [float(v) for v in split_csv(beta2s)])
-    best = max(rows, key=lambda r: (r["acc@1"], -r["lambda"]))
-    result: Dict[str, object] = {"dev": str(dev), "n": len(linkable), "best": best, "grid": rows}
-    gold_nil = [not g for g in gold]
-    if any(gold_nil):
-        # calibrate on the very nil_score the component writes (tuned kNN values,
-        # abbreviation expansion included), not on a re-derivation of it
-        linker.cfg.update({"knn_k": best["k"], "knn_lambda": best["lambda"],
-                           "knn_beta1": best["beta1"], "knn_beta2": best["beta2"],
-                           "use_knn": best["lambda"] > 0})
-        predicted = linker.predict(docs)
-        nil_scores = [pred["nil_score"] for doc, doc_predictions in zip(docs, predicted)
-                      for ent, pred in zip(doc.ents, doc_predictions) if ent.kb_id_]
-        result["nil"] = calibrate_nil_threshold(nil_scores, gold_nil)
+    nlp = load_pipeline(pipeline)
+    linker = find_linker(nlp, name)
+    grid = {"k": [int(v) for v in split_csv(ks)], "lambda": [float(v) for v in split_csv(lambdas)],
+            "beta1": [float(v) for v in split_csv(beta1s)], "beta2": [float(v) for v in split_csv(beta2s)]}
+    result = tune_linker(linker, read_docs([dev]), grid,
+                         [float(v) for v in split_csv(sparse_weights)])
+    result["dev"] = str(dev)
     if write:
-        cfg_path = pipeline / linker.name / "cfg"
-        cfg = srsly.read_json(cfg_path)
-        cfg.update({"knn_k": best["k"], "knn_lambda": best["lambda"], "knn_beta1": best["beta1"],
-                    "knn_beta2": best["beta2"], "use_knn": best["lambda"] > 0})
-        if "nil" in result:
-            cfg["nil_threshold"] = result["nil"]["threshold"]
-        srsly.write_json(cfg_path, cfg)
+        nlp.to_disk(save_to or pipeline)
     write_json(output, result)
     lines = ["| k | lambda | beta1 | beta2 | dev Acc@1 |", "|---:|---:|---:|---:|---:|"]
-    for row in sorted(rows, key=lambda r: -r["acc@1"])[:10]:
+    for row in sorted(result["grid"], key=lambda r: -r["acc@1"])[:10]:
         lines.append(f"| {row['k']} | {row['lambda']} | {row['beta1']} | {row['beta2']} | "
                      f"{100 * row['acc@1']:.1f} |")
+    for row in result["sparse_weights"]:
+        lines.append(f"\nsparse_weight {row['sparse_weight']}: dev Acc@1 {100 * row['acc@1']:.1f}")
     output.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     typer.echo("\n".join(lines))
-    typer.echo(f"best: {best}" + (f"; NIL: {result['nil']}" if "nil" in result else ""))
+    typer.echo(f"best: {result['best']}; NIL: {result['nil']}")
 
 
 @app.command("rebuild-datastore")
@@ -119,10 +86,29 @@ def rebuild_datastore(
     name: Optional[str] = typer.Option(None, "--component"),
 ) -> None:
     """Re-encode a trained pipeline's kNN datastore from any DocBin(s)."""
-    import spacy
+    from ..pipeline.linker import find_linker
 
-    nlp = spacy.load(pipeline)
-    linker = _linker(nlp, name)
-    n = linker.build_datastore(read_docs(list(data)))
+    nlp = load_pipeline(pipeline)
+    n = find_linker(nlp, name).build_datastore(read_docs(list(data)))
     nlp.to_disk(output or pipeline)
     typer.echo(f"Datastore rebuilt with {n} mentions; saved to {output or pipeline}")
+
+
+@app.command("upgrade-pipeline")
+def upgrade_pipeline(
+    pipeline: Path = typer.Argument(..., help="A pipeline saved before linking stages"),
+    output: Path = typer.Argument(..., help="Where to save the upgraded pipeline"),
+) -> None:
+    """Map the flat bioel_linker settings of an old config.cfg onto the stage
+    blocks (index, candidates, ranker, nil, negatives, fgsm), load the saved
+    component files with it (its tuned values come along) and save the pipeline."""
+    from spacy.util import load_config, load_model_from_config
+
+    from ..pipeline.upgrade import upgrade_config
+
+    setup_logging()
+    config = upgrade_config(load_config(pipeline / "config.cfg", interpolate=False))
+    nlp = load_model_from_config(config, auto_fill=True)
+    nlp.from_disk(pipeline, exclude=["config.cfg"])
+    nlp.to_disk(output)
+    typer.echo(f"Upgraded {pipeline} -> {output}")

@@ -10,13 +10,13 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 
+from ..kb.ids import COMPOSITE_SEPARATORS, parse_gold_ids, split_gold_ids
 from ..kb.knowledge_base import NIL, KnowledgeBase
 
 logger = logging.getLogger(__name__)
 
 OVERLAPS_SPANS_KEY = "bioel_overlaps"
 DOC_ID_KEY = "bioel_doc_id"
-COMPOSITE_SEPARATORS = ("|", "+")
 
 
 @dataclass(frozen=True)
@@ -77,34 +77,6 @@ class ConversionReport:
     def to_dict(self) -> Dict[str, object]:
         return {"source": self.source, "counts": dict(sorted(self.counts.items())),
                 "examples": self.examples}
-
-
-def parse_gold_ids(raw: str) -> Tuple[Tuple[str, ...], str]:
-    """Split a gold id field into atomic ids and the composite kind.
-
-    '-1' parts mean "no concept" and are dropped; an id field of only '-1'
-    (or 'NIL') is NIL. Whitespace is stripped.
-    RETURNS (Tuple[Tuple[str, ...], str]): (ids, '' | '|' | '+').
-    """
-    value = raw.strip()
-    composite = ""
-    parts = [value]
-    for separator in COMPOSITE_SEPARATORS:
-        if separator in value:
-            composite = separator
-            parts = value.replace("+" if separator == "|" else "|", separator).split(separator)
-            break
-    ids = tuple(p.strip() for p in parts if p.strip() and p.strip() not in ("-1", NIL))
-    if len(ids) < 2:
-        composite = ""
-    return ids, composite
-
-
-def split_gold_ids(kb_id: str) -> Tuple[str, ...]:
-    """RETURNS (Tuple[str, ...]): the atomic ids of a `Span.kb_id_` ('' or NIL: ())."""
-    if not kb_id or kb_id == NIL:
-        return ()
-    return parse_gold_ids(kb_id)[0]
 
 
 def normalize_mention_ids(mention: Mention, kb: Optional[KnowledgeBase], missing: str,

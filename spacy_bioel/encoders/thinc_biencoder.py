@@ -1,8 +1,11 @@
 """The Thinc wrapper around the PyTorch bi-encoder, registered as the
 `spacy-bioel.BiEncoder.v1` architecture.
 
-Input: (texts, tower) with tower 'mention' or 'concept'. Output: (n, dim)
-embeddings (L2-normalised for cosine similarity). The transformer is loaded in
+Input: (texts, tower) with tower 'mention' or 'concept', or (segments,
+'segments'), a list of ('mention' | 'concept', texts) and ('concept', (inputs_embeds,
+attention_mask)) parts embedded in one call (a training step's one forward and
+one backward pass). Output: (n, dim) embeddings (L2-normalised for cosine
+similarity). The transformer is loaded in
 `init` (never at construction), so a config can name an encoder without
 loading it; `build_from_saved` rebuilds the same module from a saved config
 before `from_disk` loads the weights.
@@ -12,13 +15,17 @@ from __future__ import annotations
 import copy
 import logging
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
 
 from spacy.util import registry
 from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v2
 from thinc.types import Floats2d
+from tqdm import tqdm
 
-from .torch_biencoder import DEFAULT_ENCODER, BiEncoder, freeze_bottom, load_transformer
+from .torch_biencoder import (DEFAULT_ENCODER, BiEncoder, freeze_bottom, length_buckets,
+                              load_transformer)
 
 logger = logging.getLogger(__name__)
 EncoderInput = Tuple[List[str], str]
@@ -104,6 +111,12 @@ def save_encoder_config(model: Model, encoder_dir: Union[str, Path]) -> None:
     torch_module(model).mention_encoder.config.save_pretrained(encoder_dir)
 
 
+def concept_tower_trained(model: Model) -> bool:
+    """RETURNS (bool): whether training changes the concept tower (shared towers,
+    or a separate tower with train_concept_tower), so name embeddings go stale."""
+    return bool(model.attrs.get("shared_towers", True) or model.attrs.get("train_concept_tower", True))
+
+
 def torch_module(model: Model) -> BiEncoder:
     """RETURNS (BiEncoder): the wrapped PyTorch module."""
     return model.layers[0].shims[0]._model
@@ -119,11 +132,33 @@ def tokenize(model: Model, texts: List[str], device) -> Tuple[Any, Any]:
 
 def _make_converter(outer: Model) -> Callable:
     def convert_inputs(model: Model, X: EncoderInput, is_train: bool):
-        texts, tower = X
-        args = ArgsKwargs(args=tokenize(outer, texts, model.shims[0].device),
-                          kwargs={"tower": tower})
-        return args, lambda d_inputs: X
+        payload, tower = X
+        device = model.shims[0].device
+        if tower != "segments":
+            args = ArgsKwargs(args=tokenize(outer, payload, device), kwargs={"tower": tower})
+            return args, lambda d_inputs: X
+        segments = []
+        for part_tower, part in payload:
+            if isinstance(part, tuple):  # (inputs_embeds, attention_mask)
+                segments.append((part_tower, None, part[1], part[0]))
+            else:
+                segments.append((part_tower, *tokenize(outer, part, device), None))
+        return ArgsKwargs(args=(None,), kwargs={"segments": segments}), lambda d_inputs: X
     return convert_inputs
+
+
+def embed_texts(model: Model, texts: Sequence[str], tower: str, batch_size: int = 256,
+                progress: bool = False) -> np.ndarray:
+    """Embed texts in length-bucketed batches without gradients (eval mode).
+
+    RETURNS (np.ndarray): (len(texts), dim) float32.
+    """
+    out = np.zeros((len(texts), model.get_dim("nO")), dtype=np.float32)
+    for indices in tqdm(length_buckets(texts, batch_size), desc=f"Encoding {tower}s",
+                        unit=" batches", disable=not progress):
+        embeddings = model.predict(([texts[i] for i in indices], tower))
+        out[indices] = model.ops.to_numpy(embeddings)
+    return out
 
 
 def forward(model: Model, X: EncoderInput, is_train: bool):
@@ -131,4 +166,4 @@ def forward(model: Model, X: EncoderInput, is_train: bool):
 
 
 __all__ = ["build_biencoder", "build_from_saved", "save_encoder_config", "torch_module",
-           "tokenize"]
+           "tokenize", "embed_texts", "concept_tower_trained"]

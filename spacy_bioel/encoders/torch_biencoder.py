@@ -9,7 +9,7 @@ References:
 from __future__ import annotations
 
 import logging
-from typing import List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import nn
@@ -20,6 +20,8 @@ POOLINGS = ("cls", "mean")
 SIMILARITIES = ("cosine", "dot")
 DEFAULT_ENCODER = "embedded:all-MiniLM-L6-v2"
 MENTION_START, MENTION_END = "[M]", "[/M]"
+# (tower, input_ids or None, attention_mask, inputs_embeds or None)
+Segment = Tuple[str, Optional[torch.Tensor], torch.Tensor, Optional[torch.Tensor]]
 
 
 def resolve_model_path(name_or_path: str) -> str:
@@ -82,9 +84,24 @@ class BiEncoder(nn.Module):
         z that FGSM perturbs; pass them back as `inputs_embeds`)."""
         return self.tower("concept").get_input_embeddings()(input_ids)
 
-    def forward(self, input_ids: Optional[torch.Tensor], attention_mask: torch.Tensor,
-                tower: str = "mention", inputs_embeds: Optional[torch.Tensor] = None
-                ) -> torch.Tensor:
+    def forward(self, input_ids: Optional[torch.Tensor], attention_mask: Optional[torch.Tensor] = None,
+                tower: str = "mention", inputs_embeds: Optional[torch.Tensor] = None,
+                segments: Optional[Sequence[Segment]] = None) -> torch.Tensor:
+        """Embed one batch with one tower or, with `segments`, several batches
+        (mentions, concept names, FGSM-perturbed names) in one call, so that a
+        training step has one output and one backward pass (thinc's PyTorch
+        shim scales and unscales gradients once per backward).
+
+        segments: (tower, input_ids or None, attention_mask, inputs_embeds or None)
+            tuples; their embeddings are concatenated in order.
+        """
+        if segments is not None:
+            return torch.cat([self.encode(*segment) for segment in segments])
+        return self.encode(tower, input_ids, attention_mask, inputs_embeds)
+
+    def encode(self, tower: str, input_ids: Optional[torch.Tensor], attention_mask: torch.Tensor,
+               inputs_embeds: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """(batch, hidden) pooled (and, for cosine, L2-normalised) embeddings."""
         encoder = self.tower(tower)
         hidden = encoder(input_ids=input_ids, attention_mask=attention_mask,
                          inputs_embeds=inputs_embeds).last_hidden_state
@@ -94,7 +111,7 @@ class BiEncoder(nn.Module):
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (batch, seq, 1)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)  # (batch, hidden)
         if self.similarity == "cosine":
-            pooled = nn.functional.normalize(pooled, dim=-1)
+            pooled = nn.functional.normalize(pooled.float(), dim=-1)
         return pooled
 
 

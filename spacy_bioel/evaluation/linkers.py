@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 from spacy.tokens import Doc, Span
 from tqdm import tqdm
 
-from ..corpora.documents import split_gold_ids
+from ..kb.ids import split_gold_ids
 from ..errors import BioELError, Errors
 from ..kb.knowledge_base import NIL
 from .records import MentionRecord, records_from_docs
@@ -66,17 +66,20 @@ def _strip_links(nlp, doc: Doc) -> Doc:
 def run_pipeline(path: Union[Path, "Language"], docs: Sequence[Doc], kb_ents_attr: str = "kb_ents",
                  batch_size: int = 64, overrides: Optional[dict] = None) -> List[MentionRecord]:
     """Link gold mentions with a saved pipeline directory, or a loaded one
-    (gold spans given, NER disabled; `overrides` update the linker's cfg).
+    (gold spans given, NER disabled; `overrides` set bioel_linker stage
+    parameters, see `BioELLinker.set_option`).
 
     The pipeline's linker must write `Span._.<kb_ents_attr>` as [(id, score), ...]
     and may set `kb_id_` ('NIL' for NIL) and `Span._.nil_score`.
     """
-    import spacy
+    from ..pipeline.linker import BioELLinker
+    from ..pipeline.upgrade import load_pipeline
 
-    nlp = spacy.load(path) if isinstance(path, (str, Path)) else path
-    for _, pipe in nlp.pipeline:  # e.g. {"use_knn": False} for an ablation row
-        if overrides and isinstance(getattr(pipe, "cfg", None), dict) and hasattr(pipe, "store"):
-            pipe.cfg.update(overrides)
+    nlp = load_pipeline(path) if isinstance(path, (str, Path)) else path
+    for _, pipe in nlp.pipeline:  # e.g. {"ranker.use_knn": False} for an ablation row
+        if isinstance(pipe, BioELLinker):
+            for key, value in (overrides or {}).items():
+                pipe.set_option(key, value)
     disabled = [name for name in nlp.pipe_names if name in ("ner", "entity_ruler", "span_ruler")]
     records: List[MentionRecord] = []
     inputs = [_strip_links(nlp, doc) for doc in docs]

@@ -121,16 +121,32 @@ class DenseCandidateStore:
         return [[(self.concept_ids[owner], score) for owner, _name, score in row]
                 for row in self.search_names(queries, k, expansion)]
 
-    def search_names(self, queries: np.ndarray, k: int, expansion: int = 4
+    def vectors(self) -> np.ndarray:
+        """RETURNS (np.ndarray): (n_names, dim) the stored name embeddings (exact
+        for flat and HNSW indexes and the torch backend, PQ-approximate for IVF-PQ)."""
+        if self.backend == "torch":
+            return self._matrix.cpu().numpy() if self._matrix is not None else \
+                np.zeros((0, self.dim), np.float32)
+        if self._index is None:
+            return np.zeros((0, self.dim), np.float32)
+        if self.index_type == "ivfpq":
+            import faiss
+            faiss.extract_index_ivf(self._index).make_direct_map()
+        return self._index.reconstruct_n(0, self._index.ntotal)
+
+    def search_names(self, queries: np.ndarray, k: int, expansion: int = 4,
+                     allowed: Optional[Sequence[Optional[np.ndarray]]] = None
                      ) -> List[List[Tuple[int, int, float]]]:
         """Top-k concepts per query (best name score per concept, descending).
 
+        allowed: per query, a (n_concepts,) bool mask of the concepts it may
+            return (a semantic-type filter), or None for all.
         RETURNS (List[List[Tuple[int, int, float]]]): (concept index, index of
             its best name, score) per query, best first.
 
         Names are searched in growing pools (k * expansion, doubled while fewer
-        than k distinct concepts appear), so the concept ranking equals exact
-        max-aggregation whenever the name search itself is exact.
+        than k distinct allowed concepts appear), so the concept ranking equals
+        exact max-aggregation whenever the name search itself is exact.
         """
         if k < 1:
             raise BioELError(Errors.E104.format(k=k))
@@ -146,10 +162,13 @@ class DenseCandidateStore:
             still = []
             for row, query_index in enumerate(pending):
                 ranked: Dict[int, Tuple[int, float]] = {}
+                mask = allowed[query_index] if allowed is not None else None
                 for name_index, score in zip(indices[row], scores[row]):
                     if name_index < 0:
                         continue
                     owner = int(self.owners[name_index])
+                    if mask is not None and not mask[owner]:
+                        continue
                     if owner not in ranked:
                         ranked[owner] = (int(name_index), float(score))
                 if len(ranked) >= k or pool >= n_names:

@@ -44,6 +44,10 @@ class NameTable:
     def __len__(self) -> int:
         return len(self.names)
 
+    def end(self, concept: int) -> int:
+        """RETURNS (int): one past the last name row of `concept`."""
+        return int(self.offsets[concept + 1]) if concept + 1 < len(self.offsets) else len(self.names)
+
     def max_per_concept(self, scores: np.ndarray) -> np.ndarray:
         """(batch, n_names) -> (batch, n_concepts): the best name score per concept."""
         return np.maximum.reduceat(scores, self.offsets, axis=1)

@@ -3,7 +3,7 @@ builder ``(kb, extra_names) -> generator`` so the linker component and the
 evaluation harness build them from the same config block."""
 from __future__ import annotations
 
-from typing import Callable, Iterable, List, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from spacy.util import registry
 
@@ -35,3 +35,61 @@ def create_tfidf_candidates(ngram_range: List[int] = [2, 5], analyzer: str = "ch
 
 BASELINES = {"exact": "spacy-bioel.ExactMatchCandidates.v1",
              "tfidf": "spacy-bioel.TfidfCandidates.v1"}
+
+
+@registry.misc("spacy-bioel.NameIndex.v1")
+def create_name_index(index_type: str = "flat", backend: str = "auto",
+                      embedding_cache: Optional[str] = None):
+    """The linker's concept-name index (see `spacy_bioel.index.name_index`).
+
+    index_type: 'flat' (exact), 'hnsw' or 'ivfpq'; backend: 'auto', 'faiss' or
+    'torch'; embedding_cache: a folder caching a frozen concept tower's name
+    embeddings across runs on the same KB (None: always encode).
+    """
+    from .dense import BACKENDS, INDEX_TYPES
+    from .name_index import NameIndex
+
+    if index_type not in INDEX_TYPES or backend not in BACKENDS:
+        from ..errors import BioELError, Errors
+        raise BioELError(Errors.E152.format(index_type=index_type, backend=backend))
+    return NameIndex(index_type, backend, embedding_cache)
+
+
+@registry.misc("spacy-bioel.DenseCandidates.v1")
+def create_dense_candidates():
+    """Candidates stage: the top-k concepts by bi-encoder similarity (FAISS or torch)."""
+    from .candidates import DenseCandidates
+    return DenseCandidates()
+
+
+@registry.misc("spacy-bioel.SparseCandidates.v1")
+def create_sparse_candidates(ngram_range: List[int] = [2, 5], analyzer: str = "char_wb",
+                             word_weight: float = 0.25, batch_size: int = 256):
+    """Candidates stage: the top-k concepts by char n-gram + word TF-IDF."""
+    from .candidates import SparseCandidates
+    return SparseCandidates(ngram_range, analyzer, word_weight, batch_size)
+
+
+@registry.misc("spacy-bioel.ExactCandidates.v1")
+def create_exact_candidates():
+    """Candidates stage: concepts with a name equal to the mention (normalised)."""
+    from .candidates import ExactCandidates
+    return ExactCandidates()
+
+
+@registry.misc("spacy-bioel.HybridCandidates.v1")
+def create_hybrid_candidates(fusion: str = "weighted", sparse_weight: float = 0.2,
+                             rrf_k: int = 60, ngram_range: List[int] = [2, 5],
+                             analyzer: str = "char_wb", word_weight: float = 0.25,
+                             batch_size: int = 256):
+    """Candidates stage: dense + sparse, fused by weight (tuned on dev) or by RRF."""
+    from .candidates import HybridCandidates
+    return HybridCandidates(fusion, sparse_weight, rrf_k, ngram_range, analyzer, word_weight,
+                            batch_size)
+
+
+@registry.misc("spacy-bioel.TypeFilter.v1")
+def create_type_filter(allowed: Dict[str, List[str]]):
+    """Semantic-type filter: entity label -> the concept types it may link to."""
+    from .type_filter import TypeFilter
+    return TypeFilter(allowed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import zlib
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -213,6 +214,41 @@ class KnowledgeBase:
                 concept.concept_id, concept.canonical_name, (), (), concept.types,
                 concept.definition, concept.alt_ids, concept.relations)
         out._alt_to_primary = dict(self._alt_to_primary)
+        return out
+
+    @classmethod
+    def merge(cls, kbs: Sequence["KnowledgeBase"], *, name: str = "",
+              label_untyped: bool = True) -> "KnowledgeBase":
+        """Merge KBs with disjoint concept ids (e.g. DOID + HP) into one.
+
+        kbs (Sequence[KnowledgeBase]): The KBs, in order; concept order is kept.
+        name (str): The merged KB's label (default: the names joined by ' + ').
+        label_untyped (bool): Give a concept without types its source KB's name
+            as type, so a semantic-type filter can still tell the sources apart.
+        RETURNS (KnowledgeBase): Raises E015 when a concept id (or an alternate id)
+            is in two of them.
+        """
+        out = cls(strip_prefixes=tuple(dict.fromkeys(p for kb in kbs for p in kb.strip_prefixes)),
+                  name=name or " + ".join(kb.name for kb in kbs))
+        source: Dict[str, str] = {}
+        for kb in kbs:
+            for concept in kb:
+                if concept.concept_id in out._concepts:
+                    raise BioELError(Errors.E015.format(
+                        concept_id=concept.concept_id, first=source[concept.concept_id],
+                        second=kb.name))
+                if label_untyped and not concept.types:
+                    concept = replace(concept, types=(kb.name,))
+                out._concepts[concept.concept_id] = concept
+                source[concept.concept_id] = kb.name
+        for kb in kbs:
+            for alt, primary in kb._alt_to_primary.items():
+                if alt in out._concepts or out._alt_to_primary.get(alt, primary) != primary:
+                    raise BioELError(Errors.E015.format(concept_id=alt, first=source.get(alt, "?"),
+                                                        second=kb.name))
+                out._alt_to_primary[alt] = primary
+        out.meta = {"merged": [{"name": kb.name, "concepts": len(kb), **{
+            k: v for k, v in kb.meta.items() if k in ("source", "format")}} for kb in kbs]}
         return out
 
     def stats(self) -> Dict[str, int]:

@@ -36,7 +36,7 @@ def _umls(inputs: Sequence[PathLike], **kwargs: Any) -> KnowledgeBase:
 
 
 def _askapatient(inputs: Sequence[PathLike], **kwargs: Any) -> KnowledgeBase:
-    from ..corpora.askapatient import load_askapatient_kb
+    from .askapatient import load_askapatient_kb
     kwargs.pop("progress", None)
     return load_askapatient_kb(list(inputs), **kwargs)
 

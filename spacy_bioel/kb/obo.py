@@ -2,7 +2,9 @@
 `fastobo` parser.
 
 Terms keep their synonyms with scope (EXACT / RELATED / BROAD / NARROW), their
-definition, alt ids, namespace (as type), ``is_a`` edges and every other
+definition, alt ids, namespace (as type: the term's own `namespace:`, else the
+header's `default-namespace:`, so a KB merging DOID and HP tells a
+'disease_ontology' term from a 'human_phenotype' one), ``is_a`` edges and every other
 ``relationship:`` (``part_of``, ...). Obsolete terms are dropped (and counted).
 An ontology file often imports terms of other ontologies (HP mentions UBERON
 terms, DOID mentions...): `prefixes` keeps only the ontology's own terms.
@@ -60,6 +62,8 @@ def load_obo(path: Union[str, Path], *, prefixes: Optional[Sequence[str]] = None
     path = Path(path)
     document = _read_obo(path)
     kb = KnowledgeBase(name=name or path.name)
+    default_namespace = [str(clause.namespace) for clause in document.header
+                         if isinstance(clause, fastobo.header.DefaultNamespaceClause)][:1]
     keep_scopes = {s.upper() for s in synonym_scopes}
     report: Counter = Counter()
     first_seen: Dict[str, int] = {}
@@ -123,7 +127,7 @@ def load_obo(path: Union[str, Path], *, prefixes: Optional[Sequence[str]] = None
             else:
                 report["duplicate_synonyms"] += 1
         kb.add(Concept(concept_id, canonical, tuple(kept_syn), tuple(kept_scopes),
-                       tuple(namespace), definition, tuple(alt_ids), tuple(relations)),
+                       tuple(namespace or default_namespace), definition, tuple(alt_ids), tuple(relations)),
                path=path, line=f"stanza {position + 1}", first_line=first_seen.get(concept_id))
         first_seen[concept_id] = position + 1
         report["terms"] += 1

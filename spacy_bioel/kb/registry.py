@@ -76,6 +76,6 @@ def create_umls_kb(meta_dir: Path, languages: List[str] = ["ENG"],
 def create_askapatient_kb(paths: List[Path]) -> KBLoader:
     """The AskAPatient concepts (id -> description) of the given fold files."""
     def load() -> KnowledgeBase:
-        from ..corpora.askapatient import load_askapatient_kb
+        from .askapatient import load_askapatient_kb
         return load_askapatient_kb(paths)
     return load

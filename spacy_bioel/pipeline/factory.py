@@ -6,75 +6,80 @@ from typing import Callable, Optional
 from spacy.language import Language
 from thinc.api import Config, Model
 
-from .linker import DEFAULT_MODEL, BioELLinker
+from .linker import BioELLinker
+
+DEFAULT_MODEL = """
+[model]
+@architectures = "spacy-bioel.BiEncoder.v1"
+encoder = "embedded:all-MiniLM-L6-v2"
+pooling = "mean"
+similarity = "cosine"
+shared_towers = true
+train_concept_tower = true
+max_length = 25
+mixed_precision = false
+"""
 
 DEFAULT_CONFIG = {
     "model": Config().from_str(DEFAULT_MODEL)["model"],
     "loss": {"@misc": "spacy-bioel.InfoNCELoss.v1", "temperature": 0.05, "in_batch": True},
-    "n_hard_negatives": 4,
-    "negative_sampling": "hard",
-    "hard_fraction": 0.5,
-    "fgsm_epsilon": 0.0,
-    "fgsm_weight": 1.0,
+    "index": {"@misc": "spacy-bioel.NameIndex.v1", "index_type": "flat", "backend": "auto",
+              "embedding_cache": None},
+    "candidates": {"@misc": "spacy-bioel.DenseCandidates.v1"},
+    "type_filter": None,
+    "ranker": {"@misc": "spacy-bioel.KNNRanker.v1", "use_knn": True, "knn_k": 4,
+               "knn_lambda": 0.1, "beta1": 0.05, "beta2": 1.0},
+    "nil": {"@misc": "spacy-bioel.ThresholdNIL.v2", "threshold": 0.5, "calibration": None},
+    "negatives": {"@misc": "spacy-bioel.HardNegatives.v1", "n": 4},
+    "fgsm": None,
     "top_k": 64,
-    "index_type": "flat",
-    "index_backend": "auto",
-    "use_knn": True,
-    "knn_k": 4,
-    "knn_lambda": 0.1,
-    "knn_beta1": 0.05,
-    "knn_beta2": 1.0,
-    "nil_threshold": None,
     "context_window": 0,
     "abbreviations": True,
     "encode_batch_size": 256,
-    "embedding_cache": None,
     "kb_ents_attr": "kb_ents",
     "is_nil_attr": "is_nil",
     "nil_score_attr": "nil_score",
+    "similarity_attr": "kb_similarity",
+    "probability_attr": "kb_prob",
     "scorer": {"@scorers": "spacy-bioel.linker_scorer.v1"},
 }
 
 
-@Language.factory("bioel_linker", default_config=DEFAULT_CONFIG,
+@Language.factory("bioel_linker", default_config=DEFAULT_CONFIG, requires=["doc.ents"],
                   assigns=["token.ent_kb_id"],
                   default_score_weights={"bioel_acc@1": 1.0, "bioel_acc@5": 0.0,
                                          "nel_micro_f": 0.0, "nel_micro_p": None,
                                          "nel_micro_r": None})
-def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable,
-                      n_hard_negatives: int, negative_sampling: str, hard_fraction: float,
-                      fgsm_epsilon: float, fgsm_weight: float, top_k: int, index_type: str, index_backend: str,
-                      use_knn: bool, knn_k: int, knn_lambda: float, knn_beta1: float,
-                      knn_beta2: float, nil_threshold: Optional[float], context_window: int,
-                      abbreviations: bool, encode_batch_size: int,
-                      embedding_cache: Optional[str], kb_ents_attr: str,
-                      is_nil_attr: str, nil_score_attr: str,
+def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, index,
+                      candidates, type_filter, ranker, nil, negatives, fgsm, top_k: int,
+                      context_window: int, abbreviations: bool, encode_batch_size: int,
+                      kb_ents_attr: str, is_nil_attr: str, nil_score_attr: str,
+                      similarity_attr: str, probability_attr: str,
                       scorer: Optional[Callable]) -> BioELLinker:
-    """Create a `bioel_linker` (see `BioELLinker`; options in `DEFAULT_CONFIG`).
+    """Create a `bioel_linker` (see `BioELLinker`).
 
-    loss: a registered loss (`spacy-bioel.InfoNCELoss.v1`, `.ProxyLoss.v1`,
-        `.TripletLoss.v1`, `.PrototypeTripletLoss.v1`).
-    n_hard_negatives: p, the negatives sampled per mention (kNN-BioEL eq. 3;
-        0: in-batch negatives only).
-    negative_sampling: how they are sampled: 'hard' (retrieved from the whole KB
-        with the model being trained), 'random' (uniform over concepts) or
-        'mixed' (`hard_fraction` of them hard, the rest random).
-    fgsm_epsilon, fgsm_weight: FGSM regularisation of the concept tower's
-        inputs (Wiatrak et al. eqs. 6-8); 0 turns it off.
+    model: the bi-encoder (`spacy-bioel.BiEncoder.v1`).
+    loss: `spacy-bioel.InfoNCELoss.v1`, `.ProxyLoss.v1`, `.TripletLoss.v1`,
+        `.PrototypeTripletLoss.v1`.
+    index: `spacy-bioel.NameIndex.v1` (index_type, backend, embedding_cache).
+    candidates: `spacy-bioel.DenseCandidates.v1`, `.SparseCandidates.v1`,
+        `.ExactCandidates.v1` or `.HybridCandidates.v1`.
+    type_filter: None or `spacy-bioel.TypeFilter.v1` (label -> allowed types).
+    ranker: `spacy-bioel.KNNRanker.v1` (kNN-BioEL eqs. 4-6).
+    nil: `spacy-bioel.ThresholdNIL.v2` (calibrated) or `.v1` (1 - similarity).
+    negatives: `spacy-bioel.HardNegatives.v1`, `.RandomNegatives.v1`, `.MixedNegatives.v1`.
+    fgsm: None or `spacy-bioel.FGSM.v1` (Wiatrak et al. eqs. 6-8).
     top_k: candidates written to `Span._.<kb_ents_attr>`.
-    use_knn, knn_k, knn_lambda, knn_beta1, knn_beta2: kNN-BioEL eqs. 4-6.
-    nil_threshold: NIL when nil_score >= threshold (None: only when no candidate).
-    abbreviations: score a short-form mention with its long form too.
-    embedding_cache: a folder caching a frozen concept tower's name embeddings
-        across runs on the same KB (None: always encode).
+    context_window: tokens of context each side of a mention (0: the span alone).
+    abbreviations: also score a defined short form through its long form.
+    *_attr: the Span extensions written (several linkers can share a pipeline).
     """
-    return BioELLinker(nlp.vocab, model, name, loss=loss, n_hard_negatives=n_hard_negatives,
-                       negative_sampling=negative_sampling, hard_fraction=hard_fraction,
-                       fgsm_epsilon=fgsm_epsilon, fgsm_weight=fgsm_weight,
-                       top_k=top_k, index_type=index_type, index_backend=index_backend,
-                       use_knn=use_knn, knn_k=knn_k, knn_lambda=knn_lambda,
-                       knn_beta1=knn_beta1, knn_beta2=knn_beta2, nil_threshold=nil_threshold,
-                       context_window=context_window, abbreviations=abbreviations,
-                       encode_batch_size=encode_batch_size, embedding_cache=embedding_cache,
-                       kb_ents_attr=kb_ents_attr,
-                       is_nil_attr=is_nil_attr, nil_score_attr=nil_score_attr, scorer=scorer)
+    return BioELLinker(nlp.vocab, model, name, loss=loss, index=index, candidates=candidates,
+                       ranker=ranker, nil=nil, negatives=negatives, fgsm=fgsm,
+                       type_filter=type_filter, top_k=top_k, context_window=context_window,
+                       abbreviations=abbreviations, encode_batch_size=encode_batch_size,
+                       attrs={"kb_ents_attr": kb_ents_attr, "is_nil_attr": is_nil_attr,
+                              "nil_score_attr": nil_score_attr,
+                              "similarity_attr": similarity_attr,
+                              "probability_attr": probability_attr},
+                       scorer=scorer)

@@ -9,7 +9,7 @@ from spacy.tokens import Span
 from spacy.training import Example
 from spacy.util import registry
 
-from ..corpora.documents import split_gold_ids
+from ..kb.ids import split_gold_ids
 from ..kb.knowledge_base import NIL
 
 

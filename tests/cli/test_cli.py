@@ -431,10 +431,13 @@ def test_link_default_bioel_linker(kb_path, tiny_bert_dir):
                 "--encoder", str(tiny_bert_dir))
     assert "linker: bioel" in result.output
     rows = output_rows(result.output)
-    assert [r[0] for r in rows if len(r) == 4 and r[0] in ("colorectal cancer", "DM")] == [
-        "colorectal cancer", "DM"]
-    concept_rows = [r for r in rows if len(r) == 4 and r[0] in ("colorectal cancer", "DM")]
-    assert all(r[1].startswith("D00000") and 0 < float(r[2]) <= 1 for r in concept_rows)
+    concept_rows = [r for r in rows if len(r) == 6 and r[0] in ("colorectal cancer", "DM")]
+    assert [r[0] for r in concept_rows] == ["colorectal cancer", "DM"]
+    for _, concept, prob, sim, score, name in concept_rows:
+        assert concept == "NIL" or concept.startswith("D00000")
+        assert all(0 <= float(v) <= 1 for v in (prob, sim, score)) and name
+    # the calibrated probability decides NIL: NIL exactly where prob < 0.5 (the default)
+    assert all((concept == "NIL") == (float(prob) < 0.5) for _, concept, prob, *_ in concept_rows)
 
 
 def test_parse_bracketed():

@@ -68,9 +68,23 @@ def test_tfidf_exact_name_scores_one_and_max_aggregation(kb):
     [(best, score), *_] = gen(["heart attack"], k=2)[0]
     assert best == "D3" and score == pytest.approx(1.0, abs=1e-5)
     # max over names: the score of D3 equals the best of its two names
-    full = gen.score(["heart attack"])
-    assert full.shape == (1, 4)
-    assert full[0, 2] == pytest.approx(1.0, abs=1e-5)
+    full = gen.score_concepts("heart attack", [0, 1, 2, 3])
+    assert len(full) == 4
+    assert full[2] == pytest.approx(1.0, abs=1e-5)
+    assert [c for c, _ in gen.search(["heart attack"], k=4)[0]] == \
+        sorted(range(4), key=lambda c: (-full[c], c))[:len(gen.search(["heart attack"], k=4)[0])]
+
+
+def test_tfidf_name_blocks_equal_one_block(kb):
+    """Scoring names in column blocks (a concept's names split across blocks)
+    gives the same ranking as one block."""
+    mentions = ["colorectal carcinomas", "breast cancers", "heart attacks", "liver", "tumour"]
+    one = TfidfCandidates(kb, progress=False)(mentions, k=4)
+    for block in (1, 2, 3):
+        blocked = TfidfCandidates(kb, progress=False, name_block=block)(mentions, k=4)
+        assert [[c for c, _ in r] for r in blocked] == [[c for c, _ in r] for r in one]
+        assert [[s for _, s in r] for r in blocked] == \
+            [pytest.approx([s for _, s in r], abs=1e-6) for r in one]
 
 
 def test_tfidf_batches_equal_single(kb):

@@ -27,7 +27,8 @@ def make_nlp(tiny_bert_dir, **overrides):
     nlp = spacy.blank("en")
     config = {"model": {"@architectures": "spacy-bioel.BiEncoder.v1",
                         "encoder": str(tiny_bert_dir), "pooling": "mean", "max_length": 16},
-              "n_hard_negatives": 2, "top_k": 5, "knn_k": 2, "use_knn": True,
+              "negatives": {"@misc": "spacy-bioel.HardNegatives.v1", "n": 2}, "top_k": 5,
+              "ranker": {"@misc": "spacy-bioel.KNNRanker.v1", "knn_k": 2, "use_knn": True},
               "loss": {"@misc": "spacy-bioel.InfoNCELoss.v1", "temperature": 0.1}}
     config.update(overrides)
     nlp.add_pipe("bioel_linker", config=config)
@@ -66,6 +67,7 @@ def trained(tiny_bert_dir, tmp_path_factory):
         losses = {}
         nlp.update(train, sgd=optimizer, losses=losses)
         history.append(losses["bioel_linker"])
+    nlp.get_pipe("bioel_linker").refresh()  # predict never encodes: refresh after a manual loop
     return nlp, history, tmp_path_factory.mktemp("linker")
 
 
@@ -82,7 +84,10 @@ def test_overfit_predictions_match_gold(trained):
         for ent in doc.ents:
             scores = [s for _, s in ent._.kb_ents]
             assert scores == sorted(scores, reverse=True) and len(scores) <= 5
-            assert ent._.is_nil is False and isinstance(ent._.nil_score, float)
+            assert all(0.0 <= s <= 1.0 for s in scores)
+            assert ent._.is_nil is False and 0.0 <= ent._.nil_score <= 1.0
+            assert 0.0 <= ent._.kb_similarity <= 1.0 and 0.0 <= ent._.kb_prob <= 1.0
+            assert ent._.nil_score == pytest.approx(1.0 - ent._.kb_prob)
 
 
 def test_to_disk_and_load_identical(trained):
@@ -136,15 +141,19 @@ def test_edge_inputs(trained):
 def test_nil_threshold_flags(trained):
     nlp, _, _ = trained
     linker = nlp.get_pipe("bioel_linker")
-    old = linker.cfg["nil_threshold"]
+    old = linker.nil.threshold
     try:
-        linker.cfg["nil_threshold"] = -10.0  # every nil_score >= -10: all NIL
+        linker.set_option("nil.threshold", 0.0)  # every nil_score >= 0: all NIL
         doc = nlp(gold_spans_doc(nlp, make_doc(nlp, *TRAIN[0])))
         assert [e.kb_id_ for e in doc.ents] == ["NIL", "NIL"]
         assert all(e._.is_nil for e in doc.ents)
         assert all(e._.kb_ents for e in doc.ents)  # candidates are still written
+        linker.set_option("nil_threshold", 1.01)  # the pre-stage name: never NIL by score
+        assert not any(e._.is_nil for e in nlp(gold_spans_doc(nlp, make_doc(nlp, *TRAIN[0]))).ents)
+        with pytest.raises(BioELError, match="E172"):
+            linker.set_option("knn_gamma", 1)
     finally:
-        linker.cfg["nil_threshold"] = old
+        linker.nil.threshold = old
 
 
 def test_initialize_without_kb_errors(tiny_bert_dir):
@@ -183,17 +192,64 @@ def test_staleness_and_epoch_refresh(tiny_bert_dir):
     kb = KnowledgeBase()
     kb.add(Concept("D1", "colorectal carcinoma"))
     kb.add(Concept("D2", "myocardial infarction"))
-    nlp = make_nlp(tiny_bert_dir, n_hard_negatives=1)
+    nlp = make_nlp(tiny_bert_dir, negatives={"@misc": "spacy-bioel.HardNegatives.v1", "n": 1})
     linker = nlp.get_pipe("bioel_linker")
     linker.set_kb(kb)
     train = examples(nlp)[:1]  # 2 linkable mentions (D1, D2)
-    train = [eg for eg in train]
     nlp.initialize(lambda: train)
-    assert not linker._index_stale and len(linker.datastore) == 2
-    before = linker.store.to_bytes()
+    assert not linker.index.stale and len(linker.datastore) == 2
+    before = linker.index.to_bytes()
+    linker._eval_frequency = 0  # no evaluation steps: only the epoch end refreshes
     nlp.update(train, sgd=Adam(1e-2), losses={})
     # one update = one epoch of these 2 mentions: the index was refreshed at epoch end
-    assert linker.epochs_refreshed == 1 and not linker._index_stale
-    assert linker._datastore_stale  # the datastore waits for predict, not rebuilt every epoch
-    assert linker.store.to_bytes() != before
-    assert len(linker.cfg["epoch_seconds"]) == 1
+    assert len(linker.epoch_seconds) == 1 and not linker.index.stale
+    assert linker.datastore_stale  # the datastore waits for evaluation or refresh()
+    assert linker.index.to_bytes() != before
+    from spacy_bioel.errors import BioELWarning
+
+    with pytest.warns(BioELWarning, match="W006"):  # saving a stale datastore: said, not fixed
+        saved = linker.to_bytes()
+    assert b"epoch_seconds" not in saved  # no runtime statistics in what is saved
+
+
+def test_predict_and_to_disk_never_encode(trained, tmp_path, monkeypatch):
+    """After an update the index and datastore are stale; predict and to_disk
+    use them as they are (warning W006) and never call the encoder on the KB."""
+    import warnings
+
+    from spacy_bioel.errors import BioELWarning
+
+    nlp, _, _ = trained
+    linker = nlp.get_pipe("bioel_linker")
+    calls = []
+    monkeypatch.setattr(linker.index, "refresh", lambda *a, **k: calls.append("index"))
+    linker.datastore_stale = True
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        nlp(gold_spans_doc(nlp, make_doc(nlp, *TRAIN[0])))
+        nlp.to_disk(tmp_path / "stale")
+    assert calls == [] and any(issubclass(w.category, BioELWarning) and "W006" in str(w.message)
+                               for w in caught)
+    linker.datastore_stale = False
+
+
+def test_eval_steps_refresh(tiny_bert_dir):
+    """With [training] eval_frequency = 2, the steps spaCy evaluates after (0, 2,
+    ...) leave nothing stale; the others leave the datastore stale."""
+    from spacy_bioel import Concept, KnowledgeBase
+
+    kb = KnowledgeBase()
+    for cid, name in [("D1", "colorectal carcinoma"), ("D2", "myocardial infarction"),
+                      ("D3", "type 2 diabetes"), ("D4", "breast carcinoma")]:
+        kb.add(Concept(cid, name))
+    nlp = make_nlp(tiny_bert_dir)
+    nlp.config["training"]["eval_frequency"] = 2
+    linker = nlp.get_pipe("bioel_linker")
+    linker.set_kb(kb)
+    train = examples(nlp)[:2]
+    nlp.initialize(lambda: train)
+    stale = []
+    for step in range(4):
+        nlp.update(train[step % 2:step % 2 + 1], sgd=Adam(1e-3), losses={})
+        stale.append(linker.datastore_stale)
+    assert stale == [False, True, False, True]

@@ -33,15 +33,16 @@ def test_init_tune_rebuild_evaluate(tiny_bert_dir, tmp_path):
                                  "--lambda", "0,0.5", "--beta1", "0.1", "--beta2", "1"])
     assert result.exit_code == 0, result.output + repr(result.exception)
     tuning = srsly.read_json(tmp_path / "tuning.json")
-    assert len(tuning["grid"]) == 4 and tuning["n"] == 3
+    assert len(tuning["grid"]) == 3 and tuning["n"] == 3  # lambda 0: one row (k has no effect)
     # the exact mention strings are in the datastore, so kNN can only help here
     assert max(r["acc@1"] for r in tuning["grid"] if r["lambda"] == 0.5) >= \
         max(r["acc@1"] for r in tuning["grid"] if r["lambda"] == 0)
-    cfg = srsly.read_json(tmp_path / "pipe" / "bioel_linker" / "cfg")
-    assert cfg["knn_k"] == tuning["best"]["k"] and "threshold" in tuning["nil"]
-    assert cfg["nil_threshold"] == tuning["nil"]["threshold"]
+    cfg = srsly.read_json(tmp_path / "pipe" / "bioel_linker" / "cfg")  # saved by nlp.to_disk
+    assert cfg["stages"]["ranker"]["knn_k"] == tuning["best"]["k"] and "threshold" in tuning["nil"]
+    assert cfg["stages"]["nil"]["threshold"] == tuning["nil"]["threshold"]
+    assert cfg["stages"]["nil"]["calibration"] == tuning["nil"]["calibration"]
     loaded = spacy.load(tmp_path / "pipe")
-    assert loaded.get_pipe("bioel_linker").cfg["knn_lambda"] == tuning["best"]["lambda"]
+    assert loaded.get_pipe("bioel_linker").ranker.knn_lambda == tuning["best"]["lambda"]
     # the saved threshold reproduces, through the pipeline, the NIL F1 tune reported on dev
     gold_docs = list(DocBin().from_disk(tmp_path / "data.spacy").get_docs(loaded.vocab))
     predicted = [e.kb_id_ == "NIL" for d in loaded.pipe([d.copy() for d in gold_docs])

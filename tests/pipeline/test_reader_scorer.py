@@ -2,7 +2,7 @@ import spacy
 from spacy.tokens import DocBin, Span
 from spacy.training import Example
 
-from spacy_bioel.pipeline.linker import install_extensions
+from spacy_bioel.pipeline.serialize import install_extensions
 from spacy_bioel.pipeline.scorer import score_linking
 from spacy_bioel.training.readers import create_gold_ents_corpus
 
@@ -26,7 +26,7 @@ def test_gold_ents_reader(tmp_path):
 
 def test_scorer_acc_at_k_and_composites():
     nlp = spacy.blank("en")
-    install_extensions("kb_ents", "is_nil", "nil_score")
+    install_extensions({"kb_ents_attr": "kb_ents", "is_nil_attr": "is_nil", "nil_score_attr": "nil_score"})
     predicted = make(nlp, ["D9", "D3"])
     predicted.ents[0]._.kb_ents = [("D9", 0.6), ("D1", 0.4)]
     predicted.ents[1]._.kb_ents = [("D3", 0.9)]

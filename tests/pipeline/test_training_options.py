@@ -37,6 +37,15 @@ def toy_kb():
     return kb
 
 
+def sampler(kind, n=3, **params):
+    """A negatives block: 'hard', 'random' or 'mixed'."""
+    return {"@misc": f"spacy-bioel.{kind.capitalize()}Negatives.v1", "n": n, **params}
+
+
+def fgsm(epsilon):
+    return {"@misc": "spacy-bioel.FGSM.v1", "epsilon": epsilon, "chunk": 32}
+
+
 def frozen_tower(tiny_bert_dir):
     """Model config: separate towers, the concept tower frozen."""
     return {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
@@ -47,7 +56,8 @@ def build(tiny_bert_dir, **overrides):
     nlp = spacy.blank("en")
     config = {"model": {"@architectures": "spacy-bioel.BiEncoder.v1",
                         "encoder": str(tiny_bert_dir), "max_length": 16},
-              "n_hard_negatives": 3, "top_k": 8, "use_knn": False, "abbreviations": False}
+              "negatives": sampler("hard"), "top_k": 8, "abbreviations": False,
+              "ranker": {"@misc": "spacy-bioel.KNNRanker.v1", "use_knn": False}}
     config.update(overrides)
     linker = nlp.add_pipe("bioel_linker", config=config)
     linker.set_kb(toy_kb())
@@ -66,17 +76,18 @@ def build(tiny_bert_dir, **overrides):
 def test_negative_sampling(tiny_bert_dir, sampling):
     torch.manual_seed(0)
     np.random.seed(0)
-    nlp, linker, _ = build(tiny_bert_dir, negative_sampling=sampling, hard_fraction=0.34)
+    params = {"hard_fraction": 0.34} if sampling == "mixed" else {}
+    nlp, linker, _ = build(tiny_bert_dir, negatives=sampler(sampling, **params))
     queries = linker.embed(["colon cancer", "asthma"], "mention")
     gold = [0, 5]
-    positives, negatives = linker._select_names(queries, gold, 3)
-    owners = [int(linker.names.owners[i]) for i in negatives]
-    assert [int(linker.names.owners[i]) for i in positives] == gold
+    positives, negatives, p = linker.negatives(queries, gold, linker.index, np.random.default_rng(0))
+    owners = [int(linker.index.names.owners[i]) for i in negatives]
+    assert p == 3 and [int(linker.index.names.owners[i]) for i in positives] == gold
     assert len(negatives) == 6
     for row, concept in zip([owners[:3], owners[3:]], gold):
         assert concept not in row and len(set(row)) == 3  # p distinct wrong concepts
     hard = [[c for c, _, _ in r if c != g][:3] for r, g in
-            zip(linker.store.search_names(queries, k=4), gold)]
+            zip(linker.index.search(queries, k=4), gold)]
     if sampling == "hard":
         assert [owners[:3], owners[3:]] == hard
     elif sampling == "mixed":  # round(3 * 0.34) = 1 hard negative, then 2 random
@@ -84,41 +95,48 @@ def test_negative_sampling(tiny_bert_dir, sampling):
 
 
 def test_random_negatives_vary_and_cover_the_kb(tiny_bert_dir):
-    np.random.seed(0)
-    _, linker, _ = build(tiny_bert_dir, negative_sampling="random")
+    _, linker, _ = build(tiny_bert_dir, negatives=sampler("random"))
     queries = linker.embed(["colon cancer"], "mention")
+    rng = np.random.default_rng(0)
     seen = set()
     for _ in range(30):
-        _, negatives = linker._select_names(queries, [0], 3)
-        seen.update(int(linker.names.owners[i]) for i in negatives)
+        _, negatives, _ = linker.negatives(queries, [0], linker.index, rng)
+        seen.update(int(linker.index.names.owners[i]) for i in negatives)
     assert seen == set(range(1, 8))  # every wrong concept, never the gold one
 
 
 def test_bad_sampling_option_errors(tiny_bert_dir):
     with pytest.raises(BioELError) as err:
-        build(tiny_bert_dir, negative_sampling="semi-hard")
+        build(tiny_bert_dir, negatives=sampler("mixed", hard_fraction=1.5))
     assert err.value.code == "E165"
 
 
+def encode_chunks(linker, chunks, inverse):
+    from spacy_bioel.encoders.thinc_biencoder import torch_module
+
+    module = torch_module(linker.model)
+    with torch.no_grad():
+        return torch.cat([module.encode("concept", None, mask, z) for z, mask in chunks])[inverse]
+
+
 @pytest.mark.parametrize("chunk", [2, 64])
-def test_fgsm_moves_names_adversarially(tiny_bert_dir, monkeypatch, chunk):
+def test_fgsm_moves_names_adversarially(tiny_bert_dir, chunk):
     """eqs. 6-7: the perturbed positive is less similar to its mention, the
     perturbed negatives more similar (first order, dropout off); length-sorted
     chunks come back in the input order."""
     from thinc.api import xp2torch
 
     from spacy_bioel.encoders.thinc_biencoder import torch_module
+    from spacy_bioel.training.fgsm import FGSM
 
-    monkeypatch.setattr("spacy_bioel.pipeline.linker.FGSM_CHUNK", chunk)
     torch.manual_seed(0)
-    _, linker, _ = build(tiny_bert_dir, fgsm_epsilon=1e-4)
+    _, linker, _ = build(tiny_bert_dir)
     texts = ["colon cancer", "asthma"]
     mentions = xp2torch(linker.model.ops.asarray(linker.embed(texts, "mention")))
     names = ["colorectal carcinoma", "asthma", "gout", "rickets", "gout", "breast carcinoma"]
     torch_module(linker.model).eval()  # thinc's predict (embed) leaves it in train mode
-    adversarial = linker._adversarial_names(mentions, names, p=2).detach()
-    linker.cfg["fgsm_epsilon"] = 0.0  # the same path unperturbed
-    clean = linker._adversarial_names(mentions, names, p=2).detach()
+    adversarial = encode_chunks(linker, *FGSM(1e-4, chunk=chunk).perturb(linker.model, mentions, names, 2))
+    clean = encode_chunks(linker, *FGSM(0.0, chunk=chunk).perturb(linker.model, mentions, names, 2))
     assert torch.allclose(clean, torch.tensor(linker.embed(names, "concept")), atol=1e-5)
     owner = torch.tensor([0, 1, 0, 0, 1, 1])
     before = (mentions[owner] * clean).sum(-1)
@@ -126,36 +144,36 @@ def test_fgsm_moves_names_adversarially(tiny_bert_dir, monkeypatch, chunk):
     assert torch.all(after[:2] < before[:2]) and torch.all(after[2:] > before[2:])
 
 
-def test_fgsm_on_a_frozen_concept_tower_runs_it_in_eval_mode(tiny_bert_dir, monkeypatch):
+def test_fgsm_on_a_frozen_concept_tower_runs_it_in_eval_mode(tiny_bert_dir):
     """The cached clean names are eval-mode embeddings; so are the FGSM passes
     of a frozen tower (no dropout noise on top of the perturbation), which keep
     no graph, and the tower's train mode is restored."""
     from thinc.api import xp2torch
 
     from spacy_bioel.encoders.thinc_biencoder import torch_module
+    from spacy_bioel.training.fgsm import FGSM
 
-    monkeypatch.setattr("spacy_bioel.pipeline.linker.FGSM_CHUNK", 2)
     torch.manual_seed(0)
-    _, linker, _ = build(tiny_bert_dir, model=frozen_tower(tiny_bert_dir), fgsm_epsilon=0.0)
+    _, linker, _ = build(tiny_bert_dir, model=frozen_tower(tiny_bert_dir))
     names = ["colorectal carcinoma", "asthma", "gout", "rickets", "gout", "breast carcinoma"]
     mentions = xp2torch(linker.model.ops.asarray(linker.embed(["colon cancer", "asthma"],
                                                                "mention")))
     expected = torch.tensor(linker.embed(names, "concept"))
     module = torch_module(linker.model)
     module.train()  # as inside update
-    clean = linker._adversarial_names(mentions, names, p=2)
+    clean = FGSM(0.0, chunk=2).encode_frozen(linker.model, mentions, names, 2)
     assert module.tower("concept").training
     assert not clean.requires_grad
     assert torch.allclose(clean, expected, atol=1e-5)
 
 
 @pytest.mark.parametrize("loss", sorted(LOSSES))
-@pytest.mark.parametrize("sampling,fgsm", [("hard", 0.0), ("mixed", 0.0), ("random", 1e-2)])
-def test_every_loss_trains(tiny_bert_dir, loss, sampling, fgsm):
+@pytest.mark.parametrize("sampling,epsilon", [("hard", 0.0), ("mixed", 0.0), ("random", 1e-2)])
+def test_every_loss_trains(tiny_bert_dir, loss, sampling, epsilon):
     torch.manual_seed(0)
     np.random.seed(0)
-    nlp, linker, train = build(tiny_bert_dir, loss=LOSSES[loss], negative_sampling=sampling,
-                               fgsm_epsilon=fgsm)
+    nlp, linker, train = build(tiny_bert_dir, loss=LOSSES[loss], negatives=sampler(sampling),
+                               fgsm=fgsm(epsilon) if epsilon else None)
     optimizer = Adam(1e-3)
     history = []
     for _ in range(25):
@@ -164,25 +182,27 @@ def test_every_loss_trains(tiny_bert_dir, loss, sampling, fgsm):
         history.append(losses["bioel_linker"])
     assert all(np.isfinite(history))
     assert np.mean(history[-5:]) < np.mean(history[:5])
+    linker.refresh()
     scores = nlp.evaluate(train)
     assert scores["bioel_acc@5"] >= 0.8
 
 
 def test_embedding_cache_for_a_frozen_concept_tower(tiny_bert_dir, tmp_path):
     frozen = frozen_tower(tiny_bert_dir)
-    _, first, _ = build(tiny_bert_dir, model=frozen, embedding_cache=str(tmp_path))
+    cache = {"@misc": "spacy-bioel.NameIndex.v1", "embedding_cache": str(tmp_path)}
+    _, first, _ = build(tiny_bert_dir, model=frozen, index=cache)
     files = list(tmp_path.glob("names-*.npy"))
     assert len(files) == 1 and not list(tmp_path.glob("*.tmp.npy"))
     np.save(files[0], np.load(files[0]) * 0 + 0.5)  # mark it: a hit must read this file
-    _, second, _ = build(tiny_bert_dir, model=frozen, embedding_cache=str(tmp_path))
-    assert np.all(second._name_embeddings == 0.5)
+    _, second, _ = build(tiny_bert_dir, model=frozen, index=cache)
+    assert np.all(second.index.embeddings == 0.5)
     # other encoder settings, another key
-    build(tiny_bert_dir, model=dict(frozen, max_length=12), embedding_cache=str(tmp_path))
+    build(tiny_bert_dir, model=dict(frozen, max_length=12), index=cache)
     assert len(list(tmp_path.glob("names-*.npy"))) == 2
     # a trained concept tower (shared) never uses the cache
-    _, shared, _ = build(tiny_bert_dir, embedding_cache=str(tmp_path))
+    _, shared, _ = build(tiny_bert_dir, index=cache)
     assert len(list(tmp_path.glob("names-*.npy"))) == 2
-    assert not np.all(shared._name_embeddings == 0.5)
+    assert not np.all(shared.index.embeddings == 0.5)
 
 
 @pytest.mark.parametrize("shared", [True, False])

@@ -1,0 +1,179 @@
+"""Candidate generators of the `bioel_linker` (the `candidates` stage).
+
+Each generator is built once per KB (`initialize(kb, index)`) and maps a batch
+of mentions to up to k candidates per mention, as (concept index, retrieval
+score, similarity) triples, best first:
+- concept index: a row of the linker's `NameTable.concept_ids`;
+- retrieval score: what the generator ranks by (the ranker's eq. 4 softmax
+  takes it as s(m, e));
+- similarity: the bi-encoder cosine between the mention and the concept's best
+  name (the NIL stage and `Span._.kb_similarity` read it).
+
+`masks` (from the semantic-type filter) restrict each mention to the allowed
+concepts before anything is ranked.
+
+References:
+    kNN-BioEL Sec. 3.1 (dense FAISS retrieval over all names); the
+    prototype-triplet paper, Sec. 3.1 (sparse char + word TF-IDF retrieval
+    merged with the dense candidates); Cormack et al. 2009 (reciprocal rank
+    fusion, RRF(d) = sum_r 1 / (k0 + rank_r(d))).
+
+Example:
+    >>> generator = HybridCandidates(sparse_weight=0.2)
+    >>> generator.initialize(kb, index)
+    >>> generator(["colon cancer"], mention_embeddings, k=64)
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..errors import BioELError, Errors
+from ..kb.knowledge_base import KnowledgeBase
+from ..kb.normalize import normalize_text
+from .name_index import NameIndex
+
+Candidate = Tuple[int, float, float]  # (concept index, retrieval score, similarity)
+Masks = Optional[Sequence[Optional[np.ndarray]]]
+FUSIONS = ("weighted", "rrf")
+
+
+class DenseCandidates:
+    """The top-k concepts by bi-encoder similarity (the dense store of `NameIndex`)."""
+
+    name = "dense"
+
+    def initialize(self, kb: KnowledgeBase, index: NameIndex) -> None:
+        """Nothing to build: the name index is the dense store."""
+
+    def __call__(self, mentions: Sequence[str], queries: np.ndarray, index: NameIndex, k: int,
+                 masks: Masks = None) -> List[List[Candidate]]:
+        return [[(c, s, s) for c, _, s in row] for row in index.search(queries, k, masks)]
+
+
+class SparseCandidates:
+    """The top-k concepts by char 2-5 + word TF-IDF (exact, chunked; see
+    `TfidfCandidates`); each candidate's similarity comes from the name index."""
+
+    name = "sparse"
+
+    def __init__(self, ngram_range: Sequence[int] = (2, 5), analyzer: str = "char_wb",
+                 word_weight: float = 0.25, batch_size: int = 256) -> None:
+        self.settings = {"ngram_range": tuple(ngram_range), "analyzer": analyzer,
+                         "word_weight": word_weight, "batch_size": batch_size}
+        self.tfidf = None
+
+    def initialize(self, kb: KnowledgeBase, index: NameIndex) -> None:
+        from .sparse import TfidfCandidates
+
+        self.tfidf = TfidfCandidates(kb, table=index.names, progress=False, **self.settings)
+
+    def search(self, mentions: Sequence[str], k: int, masks: Masks = None
+               ) -> List[List[Tuple[int, float]]]:
+        if self.tfidf is None:
+            raise BioELError(Errors.E168)
+        return self.tfidf.search(list(mentions), k, masks)
+
+    def __call__(self, mentions: Sequence[str], queries: np.ndarray, index: NameIndex, k: int,
+                 masks: Masks = None) -> List[List[Candidate]]:
+        rows = self.search(mentions, k, masks)
+        sims = index.similarities(queries, [[c for c, _ in row] for row in rows])
+        return [[(c, s, sim) for (c, s), sim in zip(row, row_sims)]
+                for row, row_sims in zip(rows, sims)]
+
+
+class ExactCandidates:
+    """Concepts having a name equal to the mention after normalisation (score 1.0,
+    KB order); no match, no candidate."""
+
+    name = "exact"
+
+    def __init__(self) -> None:
+        self.lookup: Dict[str, List[int]] = {}
+
+    def initialize(self, kb: KnowledgeBase, index: NameIndex) -> None:
+        self.lookup = {}
+        for owner, name in zip(index.names.owners, index.names.names):
+            concepts = self.lookup.setdefault(normalize_text(name), [])
+            if int(owner) not in concepts:
+                concepts.append(int(owner))
+
+    def __call__(self, mentions: Sequence[str], queries: np.ndarray, index: NameIndex, k: int,
+                 masks: Masks = None) -> List[List[Candidate]]:
+        rows = []
+        for i, mention in enumerate(mentions):
+            mask = masks[i] if masks is not None else None
+            rows.append([c for c in self.lookup.get(normalize_text(mention), [])
+                         if mask is None or mask[c]][:k])
+        sims = index.similarities(queries, rows)
+        return [[(c, 1.0, sim) for c, sim in zip(row, row_sims)] for row, row_sims in zip(rows, sims)]
+
+
+class HybridCandidates:
+    """Dense and sparse candidates merged (prototype-triplet paper Sec. 3.1).
+
+    The union of the dense top-k and the sparse top-k is scored by
+    'weighted' fusion, (1 - w) * cosine + w * TF-IDF (both in [0, 1] for
+    normalised embeddings; each side is computed exactly for every member of
+    the union), or by 'rrf', reciprocal rank fusion; the best k are kept.
+    w = 0 ranks exactly like the dense generator; `tune` picks w on dev.
+
+    fusion (str): 'weighted' or 'rrf'.
+    sparse_weight (float): w of the weighted fusion.
+    rrf_k (int): k0 of RRF.
+    sparse: the TF-IDF settings (see `SparseCandidates`).
+    """
+
+    name = "hybrid"
+
+    def __init__(self, fusion: str = "weighted", sparse_weight: float = 0.2, rrf_k: int = 60,
+                 ngram_range: Sequence[int] = (2, 5), analyzer: str = "char_wb",
+                 word_weight: float = 0.25, batch_size: int = 256) -> None:
+        if fusion not in FUSIONS or not 0.0 <= sparse_weight <= 1.0:
+            raise BioELError(Errors.E169.format(fusion=fusion, weight=sparse_weight))
+        self.fusion = fusion
+        self.sparse_weight = float(sparse_weight)
+        self.rrf_k = rrf_k
+        self.sparse = SparseCandidates(ngram_range, analyzer, word_weight, batch_size)
+
+    def initialize(self, kb: KnowledgeBase, index: NameIndex) -> None:
+        self.sparse.initialize(kb, index)
+
+    def __call__(self, mentions: Sequence[str], queries: np.ndarray, index: NameIndex, k: int,
+                 masks: Masks = None) -> List[List[Candidate]]:
+        dense = index.search(queries, k, masks)
+        sparse = self.sparse.search(mentions, k, masks)
+        out = []
+        for i, (dense_row, sparse_row) in enumerate(zip(dense, sparse)):
+            dense_sim = {c: s for c, _, s in dense_row}
+            sparse_score = dict(sparse_row)
+            union = list(dict.fromkeys([c for c, _, _ in dense_row] + [c for c, _ in sparse_row]))
+            missing = [c for c in union if c not in dense_sim]
+            dense_sim.update(zip(missing, index.similarities(queries[i:i + 1], [missing])[0]))
+            missing = [c for c in union if c not in sparse_score]
+            sparse_score.update(zip(missing, self.sparse.tfidf.score_concepts(mentions[i], missing)))
+            fused = self._fuse(union, dense_row, sparse_row, dense_sim, sparse_score)
+            ranked = sorted(range(len(union)), key=lambda j: -fused[j])[:k]  # stable: dense first
+            out.append([(union[j], fused[j], dense_sim[union[j]]) for j in ranked])
+        return out
+
+    def _fuse(self, union, dense_row, sparse_row, dense_sim, sparse_score) -> List[float]:
+        if self.fusion == "weighted":
+            w = self.sparse_weight
+            return [(1.0 - w) * dense_sim[c] + w * sparse_score[c] for c in union]
+        dense_rank = {c: r for r, (c, _, _) in enumerate(dense_row, start=1)}
+        sparse_rank = {c: r for r, (c, _) in enumerate(sparse_row, start=1)}
+        return [sum(1.0 / (self.rrf_k + ranks[c]) for ranks in (dense_rank, sparse_rank)
+                    if c in ranks) for c in union]
+
+    def get_params(self) -> Dict[str, float]:
+        return {"sparse_weight": self.sparse_weight}
+
+    def set_params(self, sparse_weight: Optional[float] = None) -> None:
+        if sparse_weight is not None:
+            self.sparse_weight = float(sparse_weight)
+
+
+__all__ = ["DenseCandidates", "SparseCandidates", "ExactCandidates", "HybridCandidates",
+           "Candidate", "FUSIONS"]

@@ -1,0 +1,26 @@
+"""Registered NIL stages (entry points in `spacy_misc`)."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from spacy.util import registry
+
+
+@registry.misc("spacy-bioel.ThresholdNIL.v1")
+def create_threshold_nil(threshold: Optional[float] = None):
+    """NIL when 1 - the best cosine (candidates and nearest neighbour) reaches
+    `threshold` (None: only when there is no candidate). No calibration until
+    `tune` fits one; the behaviour of pipelines made before stages."""
+    from .stages import ThresholdNIL
+    return ThresholdNIL(threshold, None, nil_score_from="similarity")
+
+
+@registry.misc("spacy-bioel.ThresholdNIL.v2")
+def create_calibrated_nil(threshold: Optional[float] = 0.5,
+                          calibration: Optional[List[float]] = None):
+    """A calibrated probability p = sigmoid(a * support + b) that the top candidate
+    is right; nil_score = 1 - p; NIL when nil_score >= threshold. calibration = [a, b]
+    (None: the values fitted for the untrained embedded MiniLM, see the README)."""
+    from .stages import DEFAULT_CALIBRATION, ThresholdNIL
+    return ThresholdNIL(threshold, calibration or DEFAULT_CALIBRATION,
+                        nil_score_from="probability")

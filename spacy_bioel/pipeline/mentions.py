@@ -1,0 +1,58 @@
+"""What the linker reads from a Doc: mention inputs (with optional context),
+linkable gold mentions, and the long forms of abbreviations defined in the text."""
+from __future__ import annotations
+
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
+
+from spacy.tokens import Doc, Span
+from spacy.training import Example
+
+from ..kb.ids import split_gold_ids
+from .abbreviations import find_abbreviations
+
+SpanKey = Tuple[int, int, int]  # (doc index, start char, end char)
+
+
+def mention_input(ent: Span, context_window: int) -> str:
+    """The text the mention tower reads: the span, or with `context_window` > 0
+    that many tokens each side and [M] ... [/M] markers."""
+    if context_window <= 0:
+        return ent.text
+    doc = ent.doc
+    left = doc[max(0, ent.start - context_window):ent.start].text
+    right = doc[ent.end:ent.end + context_window].text
+    return f"{left} [M] {ent.text} [/M] {right}".strip()
+
+
+def gold_mentions(examples: Iterable[Example], resolve: Callable[[str], Optional[int]],
+                  context_window: int) -> List[Tuple[str, int, int]]:
+    """(mention input, gold concept index, example index) of every reference
+    mention with a gold id that `resolve` maps to a concept of the index (a
+    composite mention counts under its first resolvable id)."""
+    out = []
+    for doc_index, eg in enumerate(examples):
+        for ent in eg.reference.ents:
+            for concept_id in split_gold_ids(ent.kb_id_):
+                concept = resolve(concept_id)
+                if concept is not None:
+                    out.append((mention_input(ent, context_window), concept, doc_index))
+                    break
+    return out
+
+
+def long_forms(docs: List[Doc]) -> Dict[SpanKey, str]:
+    """(doc index, start, end) of short-form entities -> their long form
+    (Schwartz & Hearst 2003 definitions found in the same document)."""
+    out = {}
+    for i, doc in enumerate(docs):
+        pairs = find_abbreviations(doc.text)
+        if not pairs:
+            continue
+        for ent in doc.ents:
+            long_form = pairs.get(ent.text)
+            if long_form:
+                out[(i, ent.start_char, ent.end_char)] = long_form
+    return out
+
+
+__all__ = ["mention_input", "gold_mentions", "long_forms"]
