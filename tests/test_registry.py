@@ -14,10 +14,17 @@ MISC_NAMES = [
     "spacy-bioel.AskAPatientKB.v1", "spacy-bioel.ExactMatchCandidates.v1",
     "spacy-bioel.TfidfCandidates.v1", "spacy-bioel.InfoNCELoss.v1", "spacy-bioel.ProxyLoss.v1",
     "spacy-bioel.TripletLoss.v1", "spacy-bioel.PrototypeTripletLoss.v1",
+    "spacy-bioel.NameIndex.v1", "spacy-bioel.DenseCandidates.v1",
+    "spacy-bioel.SparseCandidates.v1", "spacy-bioel.ExactCandidates.v1",
+    "spacy-bioel.HybridCandidates.v1", "spacy-bioel.TypeFilter.v1", "spacy-bioel.KNNRanker.v1",
+    "spacy-bioel.ThresholdNIL.v1", "spacy-bioel.ThresholdNIL.v2",
+    "spacy-bioel.HardNegatives.v1", "spacy-bioel.RandomNegatives.v1",
+    "spacy-bioel.MixedNegatives.v1", "spacy-bioel.FGSM.v1",
 ]
 OTHER_NAMES = [("architectures", "spacy-bioel.BiEncoder.v1"),
                ("readers", "spacy-bioel.GoldEntsCorpus.v1"),
                ("scorers", "spacy-bioel.linker_scorer.v1"),
+               ("callbacks", "spacy-bioel.RefreshLinkers.v1"),
                ("factories", "bioel_linker")]
 
 
@@ -100,3 +107,24 @@ prefixes = ["HP:"]
     resolved = registry.resolve(config)
     assert resolved["medic"]().concept_ids == ["D1"]
     assert resolved["obo"]().concept_ids == ["HP:1"]
+
+
+def test_factory_declares_what_it_needs():
+    from spacy.language import Language
+
+    spacy.blank("en")
+    meta = Language.get_factory_meta("bioel_linker")
+    assert meta.requires == ["doc.ents"] and meta.assigns == ["token.ent_kb_id"]
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.cfg")),
+                         ids=lambda p: p.name)
+def test_every_shipped_config_resolves_its_stages(path):
+    """configs/*.cfg build a linker (stages resolved) without loading an encoder."""
+    from spacy.util import load_model_from_config
+
+    config = Config().from_disk(path, overrides={"paths.kb": "kb.bioelkb"})  # not read here
+    nlp = load_model_from_config(config, auto_fill=True, validate=True)
+    linker = nlp.get_pipe("bioel_linker")
+    assert {"index", "candidates", "ranker", "nil", "negatives"} <= set(vars(linker))
+    assert nlp.config["training"]["before_to_disk"]["@callbacks"] == "spacy-bioel.RefreshLinkers.v1"

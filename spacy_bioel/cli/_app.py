@@ -8,7 +8,6 @@ from typing import Any, List
 import srsly
 import typer
 
-from ..pipeline.upgrade import load_pipeline  # noqa: F401 (re-exported for the commands)
 
 app = typer.Typer(name="spacy_bioel", add_completion=False, no_args_is_help=True,
                   help="spacy-bioel: knowledge bases, corpora, baselines and evaluation.")
@@ -50,6 +49,13 @@ def split_csv(value: str) -> List[str]:
 def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     srsly.write_json(path, data)
+
+
+def load_pipeline(path: Path):
+    """A saved pipeline (E174 for one saved before linking stages; see pipeline.loading)."""
+    from ..pipeline.loading import load_pipeline as load
+
+    return load(path)
 
 
 def read_docs(paths: List[Path]):

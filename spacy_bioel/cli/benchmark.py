@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ._app import app, read_docs, write_json
+from ._app import app, load_pipeline, read_docs, write_json
 
 
 @app.command("benchmark")
@@ -20,12 +20,10 @@ def benchmark(
     repeats: int = typer.Option(1, "--repeats", help="Linking passes over the data"),
 ) -> None:
     """Measure load time, mentions per second (gold spans given) and peak RSS."""
-    import spacy
-
     from ..training.readers import gold_spans_doc
 
     start = time.perf_counter()
-    nlp = spacy.load(pipeline)
+    nlp = load_pipeline(pipeline)
     load_seconds = time.perf_counter() - start
     references = read_docs([data])
     inputs = [gold_spans_doc(nlp, d) for d in references]

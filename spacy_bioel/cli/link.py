@@ -71,10 +71,10 @@ def link(
             generator = TfidfCandidates(kb, progress=False)
         candidates = generator([e.text for e in doc.ents], k=max(top, 1))
     else:
-        from ..pipeline.linker import find_linker
+        from ..pipeline.loading import find_linker
 
         if Path(linker).is_dir():
-            from ..pipeline.upgrade import load_pipeline
+            from ..pipeline.loading import load_pipeline
 
             pipeline = load_pipeline(Path(linker))
             kb = find_linker(pipeline).kb

@@ -31,6 +31,7 @@ def init_pipeline(
     setup_logging(verbose)
     config = load_config(config_path, overrides=parse_config_overrides(ctx.args), interpolate=False)
     nlp = init_nlp(config)
+    output.parent.mkdir(parents=True, exist_ok=True)  # spaCy creates the last folder only
     nlp.to_disk(output)
     typer.echo(f"Saved initialized pipeline to {output}")
 
@@ -53,7 +54,7 @@ def tune(
     (kNN-BioEL eqs. 4-6) and a hybrid generator's sparse weight for dev Acc@1,
     then the NIL stage's calibration (and, where dev has gold NIL, its
     threshold for NIL F1). Saves the pipeline with nlp.to_disk."""
-    from ..pipeline.linker import find_linker
+    from ..pipeline.loading import find_linker
     from ..pipeline.tuning import tune_linker
 
     setup_logging()
@@ -86,7 +87,7 @@ def rebuild_datastore(
     name: Optional[str] = typer.Option(None, "--component"),
 ) -> None:
     """Re-encode a trained pipeline's kNN datastore from any DocBin(s)."""
-    from ..pipeline.linker import find_linker
+    from ..pipeline.loading import find_linker
 
     nlp = load_pipeline(pipeline)
     n = find_linker(nlp, name).build_datastore(read_docs(list(data)))
@@ -102,13 +103,71 @@ def upgrade_pipeline(
     """Map the flat bioel_linker settings of an old config.cfg onto the stage
     blocks (index, candidates, ranker, nil, negatives, fgsm), load the saved
     component files with it (its tuned values come along) and save the pipeline."""
-    from spacy.util import load_config, load_model_from_config
+    from spacy.util import load_config
 
+    from ..pipeline.loading import load_with_config
     from ..pipeline.upgrade import upgrade_config
 
     setup_logging()
     config = upgrade_config(load_config(pipeline / "config.cfg", interpolate=False))
-    nlp = load_model_from_config(config, auto_fill=True)
-    nlp.from_disk(pipeline, exclude=["config.cfg"])
-    nlp.to_disk(output)
+    load_with_config(pipeline, config).to_disk(output)
     typer.echo(f"Upgraded {pipeline} -> {output}")
+
+
+@app.command("set-stage")
+def set_stage(
+    pipeline: Path = typer.Argument(..., help="A saved pipeline with a bioel_linker"),
+    output: Path = typer.Argument(..., help="Where to save the changed pipeline"),
+    stage: str = typer.Argument(..., help="candidates | type_filter | ranker | nil"),
+    function: str = typer.Argument(..., help="A registered name, e.g. spacy-bioel.HybridCandidates.v1, or null"),
+    params: List[str] = typer.Option([], "--param", help="KEY=VALUE argument of the function (JSON values), repeatable"),
+    name: Optional[str] = typer.Option(None, "--component"),
+) -> None:
+    """Swap one stage of a trained linker (its encoder, index and datastore are
+    kept, nothing is re-encoded): e.g. hybrid candidates, or a type filter
+    (--param 'allowed={"HP": ["human_phenotype"]}'). The config is updated too."""
+    from spacy.util import load_config, registry
+
+    from ..errors import BioELError, Errors
+    from ..pipeline.loading import find_linker, load_with_config
+    from .evaluate import parse_settings
+
+    if stage not in ("candidates", "type_filter", "ranker", "nil"):
+        raise BioELError(Errors.E172.format(key=stage, options=["candidates", "type_filter",
+                                                                "ranker", "nil"]))
+    setup_logging()
+    config = load_config(pipeline / "config.cfg", interpolate=False)
+    linker_name = name or next((n for n, block in config["components"].items()
+                                if block.get("factory") == "bioel_linker"), None)
+    if linker_name not in config["components"]:
+        raise BioELError(Errors.E163.format(names=list(config["components"])))
+    block = None if function == "null" else {"@misc": function, **parse_settings(params)}
+    config["components"][linker_name][stage] = block
+    nlp = load_with_config(pipeline, config)
+    linker = find_linker(nlp, linker_name)
+    fresh = registry.resolve({"stage": block})["stage"] if block is not None else None
+    if stage == "candidates":
+        fresh.initialize(linker.kb, linker.index)
+    elif stage == "type_filter" and fresh is not None:
+        fresh.initialize(linker.kb, linker.index.names)
+    setattr(linker, stage, fresh)  # not the saved parameters of the stage it replaces
+    nlp.to_disk(output)
+    typer.echo(f"{linker_name}.{stage} = {function} {params or ''}; saved to {output}")
+
+
+@app.command("upgrade-config")
+def upgrade_config_command(
+    config_path: Path = typer.Argument(..., help="A training config with the pre-stage flat bioel_linker settings"),
+    output: Path = typer.Argument(..., help="Where to write the upgraded config"),
+) -> None:
+    """Rewrite the flat bioel_linker settings of a config (n_hard_negatives, use_knn,
+    nil_threshold, ...) as stage blocks with the same behaviour."""
+    from spacy.util import load_config
+
+    from ..pipeline.upgrade import flat_keys, upgrade_config
+
+    config = load_config(config_path, interpolate=False)
+    old = flat_keys(config)
+    upgrade_config(config).to_disk(output, interpolate=False)
+    typer.echo(f"Upgraded {sum(len(v) for v in old.values())} setting(s) of {sorted(old)}; "
+               f"wrote {output}")

@@ -10,8 +10,8 @@ Inputs:
          [(concept_id, similarity)] sorted best first, top_k)
 Output:
     Ranking(candidates [(concept_id, p)] best first, p in [0, 1];
-            similarity: the top concept's cosine, or None when it came from the
-            datastore alone; support: the best cosine among the candidates and,
+            similarity: the top concept's cosine in [0, 1] (its best name, or for a
+            concept found by the datastore alone its nearest neighbour); support: the best cosine among the candidates and,
             with kNN on, the nearest neighbour)
 
 Example:
@@ -68,8 +68,11 @@ class KNNRanker:
             probs = model_distribution(scored, self.beta1)
             ranked = [(cid, probs[cid]) for cid, _ in scored]
         similarity = {cid: sim for cid, _, sim in candidates}
+        for cid, sim in neighbours:  # a concept found by the datastore alone: its nearest one
+            similarity.setdefault(cid, sim)
         best = max([sim for _, _, sim in candidates] + [s for _, s in neighbours[:1]], default=-1.0)
         top = similarity.get(ranked[0][0]) if ranked else None
+        top = None if top is None else min(1.0, max(0.0, float(top)))
         return Ranking([(cid, min(1.0, max(0.0, float(p)))) for cid, p in ranked], top, best)
 
 

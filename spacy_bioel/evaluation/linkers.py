@@ -73,7 +73,7 @@ def run_pipeline(path: Union[Path, "Language"], docs: Sequence[Doc], kb_ents_att
     and may set `kb_id_` ('NIL' for NIL) and `Span._.nil_score`.
     """
     from ..pipeline.linker import BioELLinker
-    from ..pipeline.upgrade import load_pipeline
+    from ..pipeline.loading import load_pipeline
 
     nlp = load_pipeline(path) if isinstance(path, (str, Path)) else path
     for _, pipe in nlp.pipeline:  # e.g. {"ranker.use_knn": False} for an ablation row

@@ -144,15 +144,21 @@ class HybridCandidates:
                  masks: Masks = None) -> List[List[Candidate]]:
         dense = index.search(queries, k, masks)
         sparse = self.sparse.search(mentions, k, masks)
+        unions = [list(dict.fromkeys([c for c, _, _ in d] + [c for c, _ in s]))
+                  for d, s in zip(dense, sparse)]
+        dense_sims = [{c: s for c, _, s in row} for row in dense]
+        sparse_scores = [dict(row) for row in sparse]
+        # each side computed exactly for the union members the other side found
+        missing = [[c for c in u if c not in d] for u, d in zip(unions, dense_sims)]
+        for known, cs, sims in zip(dense_sims, missing, index.similarities(queries, missing)):
+            known.update(zip(cs, sims))
+        missing = [[c for c in u if c not in s] for u, s in zip(unions, sparse_scores)]
+        for known, cs, sims in zip(sparse_scores, missing,
+                                   self.sparse.tfidf.score_concepts(mentions, missing)):
+            known.update(zip(cs, sims))
         out = []
-        for i, (dense_row, sparse_row) in enumerate(zip(dense, sparse)):
-            dense_sim = {c: s for c, _, s in dense_row}
-            sparse_score = dict(sparse_row)
-            union = list(dict.fromkeys([c for c, _, _ in dense_row] + [c for c, _ in sparse_row]))
-            missing = [c for c in union if c not in dense_sim]
-            dense_sim.update(zip(missing, index.similarities(queries[i:i + 1], [missing])[0]))
-            missing = [c for c in union if c not in sparse_score]
-            sparse_score.update(zip(missing, self.sparse.tfidf.score_concepts(mentions[i], missing)))
+        for union, dense_row, sparse_row, dense_sim, sparse_score in zip(
+                unions, dense, sparse, dense_sims, sparse_scores):
             fused = self._fuse(union, dense_row, sparse_row, dense_sim, sparse_score)
             ranked = sorted(range(len(union)), key=lambda j: -fused[j])[:k]  # stable: dense first
             out.append([(union[j], fused[j], dense_sim[union[j]]) for j in ranked])

@@ -143,21 +143,29 @@ class TfidfCandidates:
         first[1:] = owners[1:] != owners[:-1]
         return owners[first], scores[first]
 
-    def score_concepts(self, mention: str, concepts: Sequence[int]) -> List[float]:
-        """The score of each listed concept (its best name) for one mention, 0 when
-        no n-gram is shared: the sparse side of a hybrid candidate list."""
-        if not len(concepts):
-            return []
-        rows = np.concatenate([np.arange(self.table.offsets[c], self.table.end(c)) for c in concepts])
-        char, word = self._vectorize([mention])
-        sims = self._combine(char @ self.char_matrix[rows].T,
-                             word @ self.word_matrix[rows].T if word is not None else None)
-        sims = np.asarray(sims.todense(), dtype=np.float32)[0]  # (n_rows,), a few names
-        owners = np.repeat(np.arange(len(concepts)),
-                           [self.table.end(c) - self.table.offsets[c] for c in concepts])
-        best = np.zeros(len(concepts), dtype=np.float32)
-        np.maximum.at(best, owners, sims)
-        return best.tolist()
+    def score_concepts(self, mentions: Sequence[str], concepts: Sequence[Sequence[int]]
+                       ) -> List[List[float]]:
+        """The score of each listed concept (its best name) per mention, 0 when no
+        n-gram is shared: the sparse side of a hybrid candidate list.
+
+        concepts: per mention, concept indices. RETURNS: aligned with `concepts`.
+        """
+        char, word = self._vectorize(mentions)
+        out = []
+        for i, row in enumerate(concepts):
+            if not len(row):
+                out.append([])
+                continue
+            rows = np.concatenate([np.arange(self.table.offsets[c], self.table.end(c)) for c in row])
+            sims = self._combine(char[i] @ self.char_matrix[rows].T,
+                                 word[i] @ self.word_matrix[rows].T if word is not None else None)
+            sims = np.asarray(sims.todense(), dtype=np.float32)[0]  # (n_rows,), a few names
+            owners = np.repeat(np.arange(len(row)),
+                               [self.table.end(c) - self.table.offsets[c] for c in row])
+            best = np.zeros(len(row), dtype=np.float32)
+            np.maximum.at(best, owners, sims)
+            out.append(best.tolist())
+        return out
 
     def __call__(self, mentions: Sequence[str], k: int = 10) -> List[Candidates]:
         """Top-k (concept_id, score) per mention (the baseline generator's API)."""

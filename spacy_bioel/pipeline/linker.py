@@ -37,7 +37,7 @@ from ..kb.knowledge_base import NIL, KnowledgeBase
 from ..nil.stages import ThresholdNIL
 from ..training.step import MentionBatch, train_step
 from . import serialize
-from .mentions import gold_mentions, long_forms, mention_input
+from .mentions import gold_mentions, mention_alternatives
 
 logger = logging.getLogger(__name__)
 Retrieved = List[Dict[str, Any]]  # per mention alternative: candidates, neighbours, label
@@ -111,6 +111,7 @@ class BioELLinker(TrainablePipe):
         self._rng = np.random.default_rng(np.random.randint(2 ** 31))
         training = (nlp.config.get("training") or {}) if nlp is not None else {}
         self._eval_frequency = int(training.get("eval_frequency") or 0)
+        self._steps = self._seen_in_epoch = 0
         self.model.initialize(X=([" "], "mention"))
         mentions = gold_mentions(examples, self._resolve, self.cfg["context_window"])
         self.train_mentions = [(text, self.index.names.concept_ids[c]) for text, c, _ in mentions]
@@ -124,15 +125,15 @@ class BioELLinker(TrainablePipe):
         """RETURNS (np.ndarray): (len(texts), dim) embeddings, no gradients."""
         return embed_texts(self.model, texts, tower, self.cfg["encode_batch_size"], progress)
 
-    def refresh(self, force: bool = False) -> None:
+    def refresh(self, force: bool = False, datastore: bool = True) -> None:
         """Re-encode what is stale (or everything with `force`): the concept-name
-        index, then the kNN datastore of training mentions."""
+        index, then (unless `datastore` is False) the kNN datastore."""
         if self.kb is None:
             raise BioELError(Errors.E160.format(name=self.name))
         if force or self.index.stale:
             key = None if concept_tower_trained(self.model) else serialize.name_cache_key(self)
             self.index.refresh(lambda texts: self.embed(texts, "concept", progress=True), key)
-        if force or self.datastore_stale or self.datastore is None:
+        if datastore and (force or self.datastore_stale or self.datastore is None):
             self.datastore = DatastoreKNN(self.model.get_dim("nO"))
             if self.train_mentions:
                 self.datastore.add(self.embed([t for t, _ in self.train_mentions], "mention"),
@@ -184,19 +185,13 @@ class BioELLinker(TrainablePipe):
         self.index.stale = self.index.stale or concept_tower_trained(self.model)
         if self.train_mentions and self._seen_in_epoch >= len(self.train_mentions):
             self._seen_in_epoch = 0
-            if self.index.stale:
-                self.refresh_index()
+            if self.index.stale:  # hard negatives need it; the datastore waits for evaluation
+                self.refresh(datastore=False)
             self.epoch_seconds.append(round(time.perf_counter() - self._epoch_start, 1))
             logger.info("%s: epoch %d took %.1fs (index refresh included)", self.name,
                         len(self.epoch_seconds), self.epoch_seconds[-1])
         if self._eval_frequency and (self._steps - 1) % self._eval_frequency == 0:
             self.refresh()
-
-    def refresh_index(self) -> None:
-        """Re-encode the concept names only (the datastore waits for evaluation)."""
-        datastore_stale, self.datastore_stale = self.datastore_stale, False
-        self.refresh()
-        self.datastore_stale = datastore_stale
 
     def get_loss(self, examples: Iterable[Example], scores: Any) -> Tuple[float, Any]:
         """The loss is computed inside `update` (it needs retrieval); not used."""
@@ -217,16 +212,8 @@ class BioELLinker(TrainablePipe):
             raise BioELError(Errors.E168)
         if self.index.stale or self.datastore_stale:
             warn(Warnings.W006.format(name=self.name))
-        texts = [mention_input(ent, self.cfg["context_window"]) for _, ent in spans]
-        labels = [ent.label_ for _, ent in spans]
-        owner = list(range(len(spans)))
-        if self.cfg["abbreviations"]:
-            forms = long_forms(docs)
-            for k, (i, ent) in enumerate(spans):
-                if (i, ent.start_char, ent.end_char) in forms:
-                    texts.append(forms[(i, ent.start_char, ent.end_char)])
-                    labels.append(ent.label_)
-                    owner.append(k)
+        texts, labels, owner = mention_alternatives(docs, spans, self.cfg["context_window"],
+                                                    self.cfg["abbreviations"])
         queries = self.embed(texts, "mention")
         masks = self.type_filter.masks(labels) if self.type_filter is not None else None
         k = min(self.cfg["top_k"], len(self.index.names.concept_ids))
@@ -237,10 +224,10 @@ class BioELLinker(TrainablePipe):
         ids, out = self.index.names.concept_ids, [[] for _ in spans]
         for j, (rows, near) in enumerate(zip(found, neighbours)):
             mask = masks[j] if masks is not None else None
-            out[owner[j]].append({
-                "candidates": [(ids[c], score, sim) for c, score, sim in rows],
-                "neighbours": [(cid, s) for cid, s in near
-                               if mask is None or mask[self._concept_index[cid]]]})
+            allowed = [(cid, s) for cid, s in near if cid in self._concept_index and
+                       (mask is None or mask[self._concept_index[cid]])]
+            out[owner[j]].append({"candidates": [(ids[c], score, sim) for c, score, sim in rows],
+                                  "neighbours": allowed})
         return out
 
     def decide(self, retrieved: List[Retrieved]) -> List[Dict[str, Any]]:
@@ -254,13 +241,9 @@ class BioELLinker(TrainablePipe):
             for ranking in rankings[1:]:
                 best = ranking if ranking.support > best.support else best
             nil, nil_score, probability = self.nil.decide(best.support, bool(best.candidates))
-            similarity = best.similarity
-            if similarity is None and best.candidates:
-                similarity = serialize.similarity_of(self, alternatives, best.candidates[0][0])
             results.append({"candidates": best.candidates, "nil_score": nil_score, "is_nil": nil,
                             "probability": probability, "support": best.support,
-                            "similarity": None if similarity is None else
-                            min(1.0, max(0.0, similarity))})
+                            "similarity": best.similarity})
         return results
 
     def predict(self, docs: Iterable[Doc]) -> List[List[Dict[str, Any]]]:
@@ -292,15 +275,8 @@ class BioELLinker(TrainablePipe):
     def set_option(self, key: str, value: Any) -> None:
         """Set a stage parameter ('ranker.knn_k', 'nil.threshold', 'candidates.sparse_weight';
         the pre-stage names use_knn, knn_k, knn_lambda, knn_beta1, knn_beta2, nil_threshold)
-        or a prediction setting (top_k, abbreviations, context_window)."""
-        if key in ("top_k", "abbreviations", "context_window"):
-            self.cfg[key] = type(self.cfg[key])(value)
-            return
-        stage, _, param = serialize.LEGACY_OPTIONS.get(key, key).partition(".")
-        target = getattr(self, stage, None)
-        if not param or not hasattr(target, "set_params"):
-            raise BioELError(Errors.E172.format(key=key, options=sorted(serialize.LEGACY_OPTIONS)))
-        target.set_params(**{param: value})
+        or a prediction setting (top_k, abbreviations, context_window). E172 otherwise."""
+        serialize.set_option(self, key, value)
 
     # ------------------------------------------------------------- serialise
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
@@ -320,12 +296,4 @@ class BioELLinker(TrainablePipe):
         return serialize.from_disk(self, path, exclude)
 
 
-def find_linker(nlp: Language, name: Optional[str] = None) -> BioELLinker:
-    """The pipeline's `bioel_linker` named `name` (default: the first). E163 if none."""
-    linkers = [n for n, pipe in nlp.pipeline if isinstance(pipe, BioELLinker)]
-    if not linkers or (name is not None and name not in linkers):
-        raise BioELError(Errors.E163.format(names=nlp.pipe_names))
-    return nlp.get_pipe(name or linkers[0])
-
-
-__all__ = ["BioELLinker", "find_linker"]
+__all__ = ["BioELLinker"]

@@ -56,11 +56,16 @@ def name_cache_key(linker: "BioELLinker") -> str:
     return digest.hexdigest()[:20]
 
 
-def similarity_of(linker: "BioELLinker", alternatives, concept_id: str) -> Optional[float]:
-    """The cosine of a concept found by the datastore alone (not a candidate):
-    the best over the mention's alternatives of its neighbour similarity."""
-    sims = [s for a in alternatives for cid, s in a["neighbours"] if cid == concept_id]
-    return max(sims) if sims else None
+def set_option(linker: "BioELLinker", key: str, value: Any) -> None:
+    """See `BioELLinker.set_option`."""
+    if key in ("top_k", "abbreviations", "context_window"):
+        linker.cfg[key] = type(linker.cfg[key])(value)
+        return
+    stage, _, param = LEGACY_OPTIONS.get(key, key).partition(".")
+    target = getattr(linker, stage, None) if stage in STAGES else None
+    if not param or not hasattr(target, "set_params"):
+        raise BioELError(Errors.E172.format(key=key, options=sorted(LEGACY_OPTIONS)))
+    target.set_params(**{param: value})
 
 
 def _stage_params(linker: "BioELLinker") -> Dict[str, Any]:
@@ -126,7 +131,9 @@ def from_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> "BioELLink
         if not (path / part).exists():
             raise BioELError(Errors.E156.format(path=path / part))
     if "kb" in parts:
+        datastore_stale = linker.datastore_stale
         linker.set_kb(KnowledgeBase.from_disk(path / "kb"))
+        linker.datastore_stale = datastore_stale if linker.datastore is not None else True
     if "model" in parts:
         build_from_saved(linker.model, path / "encoder")
         try:
@@ -181,4 +188,4 @@ def _unpack(files: Dict[str, bytes], folder: Path) -> None:
 
 
 __all__ = ["install_extensions", "to_disk", "from_disk", "to_bytes", "from_bytes",
-           "name_cache_key", "LEGACY_OPTIONS", "FORMAT_VERSION"]
+           "name_cache_key", "set_option", "LEGACY_OPTIONS", "FORMAT_VERSION"]

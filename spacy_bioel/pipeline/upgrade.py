@@ -2,8 +2,7 @@
 `bioel_linker` settings and map them onto the stage blocks."""
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Dict, List, Union
+from typing import Any, Dict, List
 
 from thinc.api import Config
 
@@ -48,22 +47,6 @@ def upgrade_block(block: Dict[str, Any]) -> Dict[str, Any]:
     return block
 
 
-def load_pipeline(path: Union[str, Path]):
-    """spacy.load, with E174 for a pipeline saved before linking stages (its
-    config would otherwise fail with confection's 'unexpected argument')."""
-    import spacy
-    from spacy.util import load_config
-
-    from ..errors import BioELError, Errors
-
-    config_path = Path(path) / "config.cfg"
-    if config_path.exists():
-        old = flat_keys(load_config(config_path, interpolate=False))
-        if old:
-            raise BioELError(Errors.E174.format(path=path, keys=sorted(set(sum(old.values(), [])))))
-    return spacy.load(path)
-
-
 def upgrade_config(config: Config) -> Config:
     """RETURNS (Config): a copy with every bioel_linker block upgraded."""
     config = Config(config).copy()
@@ -72,4 +55,4 @@ def upgrade_config(config: Config) -> Config:
     return config
 
 
-__all__ = ["flat_keys", "upgrade_block", "upgrade_config", "load_pipeline", "FLAT_KEYS"]
+__all__ = ["flat_keys", "upgrade_block", "upgrade_config", "FLAT_KEYS"]

@@ -446,3 +446,18 @@ def test_parse_bracketed():
     assert plain == "A b c d e."
     assert [plain[s:e] for s, e in spans] == ["b c", "e"]
     assert parse_bracketed("no mentions") == ("no mentions", [])
+
+
+def test_kb_merge(tmp_path):
+    from spacy_bioel import Concept, KnowledgeBase
+
+    first, second = KnowledgeBase(name="DOID"), KnowledgeBase(name="HP")
+    first.add(Concept("DOID:1", "asthma", types=("disease_ontology",)))
+    second.add(Concept("HP:1", "wheezing", types=("human_phenotype",)))
+    first.to_disk(tmp_path / "a.bioelkb")
+    second.to_disk(tmp_path / "b.bioelkb")
+    result = ok("kb", "merge", str(tmp_path / "a.bioelkb"), str(tmp_path / "b.bioelkb"),
+                str(tmp_path / "m.bioelkb"), "--name", "DOID+HP")
+    assert "human_phenotype" in result.output
+    merged = KnowledgeBase.from_disk(tmp_path / "m.bioelkb")
+    assert merged.name == "DOID+HP" and merged["HP:1"].types == ("human_phenotype",)

@@ -68,7 +68,7 @@ def test_tfidf_exact_name_scores_one_and_max_aggregation(kb):
     [(best, score), *_] = gen(["heart attack"], k=2)[0]
     assert best == "D3" and score == pytest.approx(1.0, abs=1e-5)
     # max over names: the score of D3 equals the best of its two names
-    full = gen.score_concepts("heart attack", [0, 1, 2, 3])
+    [full] = gen.score_concepts(["heart attack"], [[0, 1, 2, 3]])
     assert len(full) == 4
     assert full[2] == pytest.approx(1.0, abs=1e-5)
     assert [c for c, _ in gen.search(["heart attack"], k=4)[0]] == \

@@ -108,3 +108,32 @@ def test_derived_kbs():
     sub = kb.filtered(["D2"])
     assert sub.concept_ids == ["D2"] and sub.resolve("OMIM:1") is None
     assert kb.stats()["names"] == 5 and kb.stats()["distinct_normalised_names"] == 4
+
+
+def test_merge_keeps_types_and_labels_untyped_concepts():
+    from spacy_bioel import Concept, KnowledgeBase
+
+    doid = KnowledgeBase(name="DOID")
+    doid.add(Concept("DOID:1", "asthma", types=("disease_ontology",), alt_ids=("DOID:9",)))
+    doid.finalize_alt_ids()
+    hp = KnowledgeBase(name="HP")
+    hp.add(Concept("HP:1", "wheezing"))
+    merged = KnowledgeBase.merge([doid, hp])
+    assert merged.name == "DOID + HP" and len(merged) == 2
+    assert merged["DOID:9"].concept_id == "DOID:1"  # alt ids survive
+    assert merged["HP:1"].types == ("HP",)  # untyped: its source KB's name
+    assert KnowledgeBase.merge([doid, hp], label_untyped=False)["HP:1"].types == ()
+    assert KnowledgeBase.from_bytes(merged.to_bytes())["HP:1"].types == ("HP",)
+
+
+def test_merge_refuses_overlapping_ids():
+    import pytest
+
+    from spacy_bioel import Concept, KnowledgeBase
+    from spacy_bioel.errors import BioELError
+
+    a, b = KnowledgeBase(name="a"), KnowledgeBase(name="b")
+    a.add(Concept("X:1", "one"))
+    b.add(Concept("X:1", "uno"))
+    with pytest.raises(BioELError, match="E015"):
+        KnowledgeBase.merge([a, b])

@@ -91,3 +91,12 @@ def test_obo_missing_name_and_empty(tmp_path):
     with pytest.raises(BioELError) as err:
         load_obo(write(tmp_path, OBO), prefixes=["GO:"], progress=False)
     assert err.value.code == "E012"
+
+
+def test_default_namespace_is_the_type_of_terms_without_one(tmp_path):
+    path = tmp_path / "hp.obo"
+    path.write_text(OBO.replace("ontology: hp\n", "ontology: hp\ndefault-namespace: hp_default\n"))
+    kb = load_obo(path, progress=False)
+    assert kb["HP:0000001"].types == ("hp_default",)  # no namespace clause: the header's
+    assert kb["HP:0000118"].types == ("human_phenotype",)  # its own clause wins
+    assert kb["UBERON:0000955"].types == ("hp_default",)

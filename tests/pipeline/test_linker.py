@@ -253,3 +253,168 @@ def test_eval_steps_refresh(tiny_bert_dir):
         nlp.update(train[step % 2:step % 2 + 1], sgd=Adam(1e-3), losses={})
         stale.append(linker.datastore_stale)
     assert stale == [False, True, False, True]
+
+
+def linked(nlp, docs):
+    """kb ids, ranked candidates, probability and similarity of every entity."""
+    out = []
+    for doc in nlp.pipe([gold_spans_doc(nlp, make_doc(nlp, t, s)) for t, s in docs]):
+        out += [(e.kb_id_, e._.kb_ents, e._.kb_prob, e._.kb_similarity) for e in doc.ents]
+    return out
+
+
+def assert_same_links(a, b):
+    assert [x[0] for x in a] == [y[0] for y in b]
+    for (_, ents_a, prob_a, sim_a), (_, ents_b, prob_b, sim_b) in zip(a, b):
+        assert [c for c, _ in ents_a] == [c for c, _ in ents_b]
+        assert [s for _, s in ents_a] == pytest.approx([s for _, s in ents_b], abs=1e-5)
+        assert prob_a == pytest.approx(prob_b, abs=1e-5) and sim_a == pytest.approx(sim_b, abs=1e-5)
+
+
+def test_to_bytes_from_bytes_identical(trained):
+    from spacy.util import load_model_from_config
+
+    nlp, _, _ = trained
+    data = nlp.to_bytes()
+    restored = load_model_from_config(nlp.config, auto_fill=True).from_bytes(data)
+    assert_same_links(linked(restored, TRAIN), linked(nlp, TRAIN))
+    linker = restored.get_pipe("bioel_linker")
+    assert len(linker.datastore) == len(nlp.get_pipe("bioel_linker").datastore)
+
+
+def test_exclude_is_honoured(trained, tmp_path):
+    nlp, _, _ = trained
+    linker = nlp.get_pipe("bioel_linker")
+    linker.to_disk(tmp_path / "part", exclude=["datastore", "train_mentions"])
+    assert not (tmp_path / "part" / "datastore").exists() and (tmp_path / "part" / "index").exists()
+    keys_before = len(linker.datastore)
+    linker.from_disk(tmp_path / "part", exclude=["datastore", "train_mentions"])
+    assert len(linker.datastore) == keys_before  # kept, not required on disk
+
+
+def test_uninitialised_pipeline_saves_and_loads(tiny_bert_dir, tmp_path):
+    nlp = make_nlp(tiny_bert_dir)
+    nlp.to_disk(tmp_path / "blank")
+    loaded = spacy.load(tmp_path / "blank")
+    linker = loaded.get_pipe("bioel_linker")
+    assert linker.kb is None and not linker.index.ready
+    with pytest.raises(BioELError, match="E168"):
+        doc = loaded.make_doc("colon cancer")
+        doc.ents = [Span(doc, 0, 2, label="Disease")]
+        loaded(doc)
+
+
+def test_pipelines_saved_before_stages(trained, tmp_path):
+    """A component directory of the flat format (version 1) loads with its tuned
+    values; a config with the flat settings gets E174, and upgrade-pipeline
+    converts it; a format from the future gets E173."""
+    import srsly
+    from thinc.api import Config
+    from typer.testing import CliRunner
+
+    from spacy_bioel.cli import app
+    from spacy_bioel.pipeline.loading import load_pipeline
+
+    nlp, _, _ = trained
+    nlp.to_disk(tmp_path / "old")
+    component = tmp_path / "old" / "bioel_linker"
+    saved = srsly.read_json(component / "cfg")
+    srsly.write_json(component / "cfg", {
+        "n_hard_negatives": 2, "top_k": 5, "use_knn": False, "knn_k": 1, "knn_lambda": 0.3,
+        "knn_beta1": 0.1, "knn_beta2": 0.5, "nil_threshold": 0.25, "epoch_seconds": [1.0],
+        "dim": saved["dim"], "encoder_attrs": saved["encoder_attrs"]})
+    config = Config().from_disk(tmp_path / "old" / "config.cfg")
+    block = config["components"]["bioel_linker"]
+    for stage in ("index", "candidates", "ranker", "nil", "negatives", "fgsm", "type_filter",
+                  "similarity_attr", "probability_attr"):
+        block.pop(stage, None)
+    block.update({"n_hard_negatives": 2, "negative_sampling": "hard", "hard_fraction": 0.5,
+                  "fgsm_epsilon": 0.0, "fgsm_weight": 1.0, "index_type": "flat",
+                  "index_backend": "auto", "use_knn": True, "knn_k": 4, "knn_lambda": 0.1,
+                  "knn_beta1": 0.05, "knn_beta2": 1.0, "nil_threshold": None,
+                  "embedding_cache": None})
+    config.to_disk(tmp_path / "old" / "config.cfg")
+    with pytest.raises(BioELError, match="E174"):
+        load_pipeline(tmp_path / "old")
+    result = CliRunner().invoke(app, ["upgrade-pipeline", str(tmp_path / "old"), str(tmp_path / "new")])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    upgraded = load_pipeline(tmp_path / "new")
+    linker = upgraded.get_pipe("bioel_linker")
+    assert (linker.ranker.use_knn, linker.ranker.knn_k, linker.ranker.beta2) == (False, 1, 0.5)
+    assert linker.nil.threshold == 0.25 and linker.nil.nil_score_from == "similarity"
+    assert [x[0] for x in linked(upgraded, TRAIN)] == [cid for _, s in TRAIN for _, _, cid in s]
+    srsly.write_json(component / "cfg", {**saved, "version": 99})
+    with pytest.raises(BioELError, match="E173"):
+        nlp.get_pipe("bioel_linker").__class__.from_disk(linker, component)
+
+
+def test_tuning_scores_exactly_as_predict(trained):
+    """Every grid row's dev Acc@1 equals the accuracy of `decide` (what predict
+    runs) with those values; the best values end up on the stages."""
+    from spacy_bioel.kb.ids import split_gold_ids
+    from spacy_bioel.pipeline.tuning import tune_linker
+
+    nlp, _, _ = trained
+    linker = nlp.get_pipe("bioel_linker")
+    docs = [make_doc(nlp, t, s) for t, s in TRAIN]
+    before = (linker.ranker.get_params(), linker.nil.get_params())
+    grid = {"k": [1, 2], "lambda": [0.0, 0.5, 0.9], "beta1": [0.05, 1.0], "beta2": [0.1, 1.0]}
+    try:
+        result = tune_linker(linker, docs, grid)
+        gold = [set(split_gold_ids(e.kb_id_)) for d in docs for e in d.ents]
+        retrieved = linker.retrieve(docs, knn_k=2)
+        for row in result["grid"]:
+            linker.ranker.set_params(use_knn=row["lambda"] > 0, knn_k=row["k"],
+                                     knn_lambda=row["lambda"], beta1=row["beta1"], beta2=row["beta2"])
+            decided = linker.decide(retrieved)
+            acc = sum(d["candidates"][0][0] in g for d, g in zip(decided, gold)) / len(gold)
+            assert row["acc@1"] == pytest.approx(acc), row
+        best = result["best"]
+        assert result["stages"]["ranker"]["knn_k"] == best["k"]
+        assert result["nil"]["calibration"] == list(result["stages"]["nil"]["calibration"])
+    finally:
+        linker.ranker.set_params(**before[0])
+        linker.nil.set_params(**before[1])
+
+
+def typed_kb():
+    from spacy_bioel import Concept, KnowledgeBase
+
+    kb = KnowledgeBase(name="typed")
+    for cid, name, types in [("D1", "myocardial infarction", ("disease",)),
+                             ("D2", "colorectal carcinoma", ("disease",)),
+                             ("HP1", "abnormal heart rhythm", ("phenotype",)),
+                             ("HP2", "heart murmur", ("phenotype",))]:
+        kb.add(Concept(cid, name, types=types))
+    return kb
+
+
+def test_type_filter_in_the_component(tiny_bert_dir):
+    nlp = make_nlp(tiny_bert_dir, type_filter={"@misc": "spacy-bioel.TypeFilter.v1",
+                                               "allowed": {"Phenotype": ["phenotype"]}})
+    nlp.get_pipe("bioel_linker").set_kb(typed_kb())
+    nlp.initialize(lambda: [])
+    doc = nlp.make_doc("heart attack and heart attack")
+    doc.ents = [Span(doc, 0, 2, label="Phenotype"), Span(doc, 3, 5, label="Disease")]
+    phenotype, disease = nlp(doc).ents
+    assert {c for c, _ in phenotype._.kb_ents} == {"HP1", "HP2"}
+    assert {c for c, _ in disease._.kb_ents} == {"D1", "D2", "HP1", "HP2"}
+
+
+def test_hybrid_candidates_in_the_component_and_tuned_weight(tiny_bert_dir):
+    from spacy_bioel.pipeline.tuning import tune_linker
+
+    nlp = make_nlp(tiny_bert_dir, candidates={"@misc": "spacy-bioel.HybridCandidates.v1",
+                                              "sparse_weight": 0.0})
+    linker = nlp.get_pipe("bioel_linker")
+    linker.set_kb(typed_kb())
+    nlp.initialize(lambda: [])
+    docs = [make_doc(nlp, "colorectal carcinomas and myocardial infarctions .",
+                     [(0, 21, "D2"), (26, 48, "D1")])]
+    result = tune_linker(linker, docs, {"k": [1], "lambda": [0.0], "beta1": [0.05],
+                                        "beta2": [1.0]}, sparse_weights=[0.0, 0.9])
+    weights = {row["sparse_weight"]: row["acc@1"] for row in result["sparse_weights"]}
+    assert weights[0.9] == 1.0  # the surface forms find both (an untrained tiny encoder may not)
+    assert linker.candidates.sparse_weight == max(weights, key=lambda w: (weights[w], -w))
+    linked_ids = [e.kb_id_ for e in nlp(gold_spans_doc(nlp, docs[0])).ents]
+    assert linked_ids == ["D2", "D1"]  # predict uses the tuned weight

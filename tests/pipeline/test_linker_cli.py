@@ -74,3 +74,51 @@ def test_benchmark_command(tiny_bert_dir, tmp_path):
     assert result.exit_code == 0, result.output + repr(result.exception)
     bench = srsly.read_json(tmp_path / "bench.json")
     assert bench["mentions"] == 4 and bench["mentions_per_second"] > 0 and bench["peak_rss_mb"] > 0
+
+
+def test_set_stage_swaps_candidates_and_adds_a_type_filter(tiny_bert_dir, tmp_path):
+    write_data(tmp_path)
+    runner = CliRunner()
+    init_pipeline(runner, tmp_path, tiny_bert_dir)
+    result = runner.invoke(app, ["set-stage", str(tmp_path / "pipe"), str(tmp_path / "hybrid"),
+                                 "candidates", "spacy-bioel.HybridCandidates.v1",
+                                 "--param", "sparse_weight=0.5"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    loaded = spacy.load(tmp_path / "hybrid")
+    linker = loaded.get_pipe("bioel_linker")
+    assert type(linker.candidates).__name__ == "HybridCandidates"
+    assert linker.candidates.sparse_weight == 0.5
+    assert loaded.config["components"]["bioel_linker"]["candidates"]["sparse_weight"] == 0.5
+    result = runner.invoke(app, ["set-stage", str(tmp_path / "hybrid"), str(tmp_path / "typed"),
+                                 "type_filter", "spacy-bioel.TypeFilter.v1",
+                                 "--param", 'allowed={"Disease": ["nope"]}'])
+    assert result.exit_code != 0 and "E171" in repr(result.exception)  # no concept has the type
+
+
+def test_upgrade_config_maps_flat_settings_onto_stages(tmp_path):
+    from spacy.util import load_model_from_config
+    from thinc.api import Config
+
+    config = Config().from_disk(REPO_CONFIG.parent / "linker_proxy.cfg", interpolate=False)
+    block = config["components"]["bioel_linker"]
+    for stage in ("index", "candidates", "ranker", "nil", "negatives", "fgsm", "type_filter",
+                  "similarity_attr", "probability_attr"):
+        block.pop(stage, None)
+    block.update({"n_hard_negatives": 3, "negative_sampling": "mixed", "hard_fraction": 0.25,
+                  "fgsm_epsilon": 0.001, "fgsm_weight": 0.5, "index_type": "hnsw",
+                  "index_backend": "faiss", "use_knn": False, "knn_k": 8, "knn_lambda": 0.2,
+                  "knn_beta1": 0.1, "knn_beta2": 0.5, "nil_threshold": 0.3,
+                  "embedding_cache": None})
+    config.to_disk(tmp_path / "old.cfg", interpolate=False)
+    result = CliRunner().invoke(app, ["upgrade-config", str(tmp_path / "old.cfg"),
+                                      str(tmp_path / "new.cfg")])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    new = Config().from_disk(tmp_path / "new.cfg", overrides={"paths.kb": "kb.bioelkb"})
+    nlp = load_model_from_config(new, auto_fill=True, validate=True)
+    linker = nlp.get_pipe("bioel_linker")
+    assert (linker.negatives.n, linker.negatives.hard_fraction) == (3, 0.25)
+    assert (linker.fgsm.epsilon, linker.fgsm.weight) == (0.001, 0.5)
+    assert (linker.index.index_type, linker.index.backend) == ("hnsw", "faiss")
+    assert linker.ranker.get_params() == {"use_knn": False, "knn_k": 8, "knn_lambda": 0.2,
+                                          "beta1": 0.1, "beta2": 0.5}
+    assert linker.nil.threshold == 0.3 and linker.nil.nil_score_from == "similarity"

@@ -29,3 +29,12 @@ def test_spacy_train_linker_config(tiny_bert_dir, tmp_path, config):
     doc = trained(doc)
     assert doc.ents[0].kb_id_ in {"D1", "D2", "D3"}
     assert len(doc.ents[0]._.kb_ents) == 3
+    # model-last was saved after the RefreshLinkers callback: its datastore holds the
+    # final weights' embeddings (re-encoding now gives the same keys)
+    import numpy as np
+
+    linker = trained.get_pipe("bioel_linker")
+    saved_keys = linker.datastore.keys.copy()
+    linker.datastore_stale = True
+    linker.refresh()
+    assert np.allclose(linker.datastore.keys, saved_keys, atol=1e-5)

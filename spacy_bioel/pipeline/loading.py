@@ -1,0 +1,46 @@
+"""Finding and loading bioel_linker pipelines (used by the CLI and the evaluation)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Union
+
+from spacy.language import Language
+
+from ..errors import BioELError, Errors
+from .linker import BioELLinker
+from .upgrade import flat_keys
+
+
+def find_linker(nlp: Language, name: Optional[str] = None) -> BioELLinker:
+    """The pipeline's `bioel_linker` named `name` (default: the first). E163 if none."""
+    linkers = [n for n, pipe in nlp.pipeline if isinstance(pipe, BioELLinker)]
+    if not linkers or (name is not None and name not in linkers):
+        raise BioELError(Errors.E163.format(names=nlp.pipe_names))
+    return nlp.get_pipe(name or linkers[0])
+
+
+
+def load_pipeline(path: Union[str, Path]) -> Language:
+    """spacy.load, with E174 for a pipeline saved before linking stages (its
+    config would otherwise fail with confection's 'unexpected argument')."""
+    import spacy
+    from spacy.util import load_config
+
+    config_path = Path(path) / "config.cfg"
+    if config_path.exists():
+        old = flat_keys(load_config(config_path, interpolate=False))
+        if old:
+            raise BioELError(Errors.E174.format(path=path, keys=sorted(set(sum(old.values(), [])))))
+    return spacy.load(path)
+
+
+def load_with_config(path: Union[str, Path], config) -> Language:
+    """A saved pipeline's files (vocab, components) under another config, e.g. an
+    upgraded one or one with a stage swapped."""
+    from spacy.util import load_model_from_config
+
+    nlp = load_model_from_config(config, auto_fill=True)
+    return nlp.from_disk(path, exclude=["config.cfg"])
+
+
+__all__ = ["find_linker", "load_pipeline", "load_with_config"]

@@ -1,0 +1,48 @@
+"""Data flows one way through the package: raw files -> kb / corpora -> encoders
+-> index / datastore / nil -> training -> pipeline -> evaluation -> cli. No
+module imports from a layer above its own (function-level imports included)."""
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "spacy_bioel"
+LAYERS = {"errors": 0, "about": 0, "assets": 0, "kb": 1, "corpora": 2, "encoders": 3,
+          "losses": 3, "index": 4, "datastore": 5, "nil": 5, "training": 6, "pipeline": 7,
+          "evaluation": 8, "cli": 9, "__main__": 10}
+
+
+def imported_subpackages(path: Path):
+    """(line, subpackage) of every spacy_bioel import in a module of the package."""
+    relative_to_root = len(path.relative_to(PACKAGE).parts) - 1  # depth below spacy_bioel
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: climb to the package root, then the first part
+                if node.level - 1 < relative_to_root:
+                    continue  # inside the same subpackage
+                first = (node.module or "").split(".")[0] or None
+                names = [first] if first else [alias.name for alias in node.names]
+            elif (node.module or "").startswith("spacy_bioel."):
+                names = [node.module.split(".")[1]]
+            else:
+                continue
+            for name in names:
+                yield node.lineno, name
+
+
+MODULES = sorted(p for p in PACKAGE.rglob("*.py") if len(p.relative_to(PACKAGE).parts) > 1)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_import_runs_back_up(path):
+    layer = LAYERS[path.relative_to(PACKAGE).parts[0]]
+    upward = [(line, name) for line, name in imported_subpackages(path)
+              if LAYERS.get(name, 0) > layer]
+    assert not upward, f"{path.relative_to(PACKAGE)} imports from a higher layer: {upward}"
+
+
+def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
+    fake = PACKAGE / "kb" / "loaders.py"
+    source = fake.read_text(encoding="utf-8") + "\n\ndef _x():\n    from ..corpora.documents import Mention\n"
+    monkeypatch.setattr(Path, "read_text", lambda self, encoding=None: source)
+    assert ("corpora" in [name for _, name in imported_subpackages(fake)])
