@@ -86,11 +86,16 @@ def link(
             pipeline.initialize(lambda: [])
         doc = pipeline(doc)
         candidates = [ent._.kb_ents for ent in doc.ents]
+        stage = find_linker(pipeline).nil
+        if stage.threshold is not None and stage.nil_score_from == "probability":
+            nil_rule = f"NIL when prob < {1 - stage.threshold:.2f}"
+        else:
+            nil_rule = "NIL by the pipeline's own rule"
     typer.echo(f"KB: {kb.name} ({len(kb)} concepts); linker: {linker}\n")
     bioel = linker not in ("exact", "tfidf")
     if bioel:
-        typer.echo("prob: calibrated probability that the link is right (NIL below 0.5 by "
-                   "default); sim: cosine to the concept's best name; p: ranking score\n")
+        typer.echo(f"prob: calibrated probability that the link is right ({nil_rule}); "
+                   "sim: cosine to the concept's best name; p: ranking score\n")
         typer.echo(f"{'mention':32}  {'concept id':14}  {'prob':>5}  {'sim':>5}  {'p':>5}  canonical name")
     else:
         typer.echo(f"{'mention':32} {'concept id':14} {'score':>6}  canonical name")

@@ -6,6 +6,7 @@ from typing import Callable, Optional
 from spacy.language import Language
 from thinc.api import Config, Model
 
+from ..nil.stages import DEFAULT_THRESHOLD
 from .linker import BioELLinker
 
 DEFAULT_MODEL = """
@@ -29,7 +30,8 @@ DEFAULT_CONFIG = {
     "type_filter": None,
     "ranker": {"@misc": "spacy-bioel.KNNRanker.v1", "use_knn": True, "knn_k": 4,
                "knn_lambda": 0.1, "beta1": 0.05, "beta2": 1.0},
-    "nil": {"@misc": "spacy-bioel.ThresholdNIL.v2", "threshold": 0.5, "calibration": None},
+    "nil": {"@misc": "spacy-bioel.ThresholdNIL.v2", "threshold": DEFAULT_THRESHOLD,
+            "calibration": None},
     "negatives": {"@misc": "spacy-bioel.HardNegatives.v1", "n": 4},
     "fgsm": None,
     "top_k": 64,

@@ -436,8 +436,13 @@ def test_link_default_bioel_linker(kb_path, tiny_bert_dir):
     for _, concept, prob, sim, score, name in concept_rows:
         assert concept == "NIL" or concept.startswith("D00000")
         assert all(0 <= float(v) <= 1 for v in (prob, sim, score)) and name
-    # the calibrated probability decides NIL: NIL exactly where prob < 0.5 (the default)
-    assert all((concept == "NIL") == (float(prob) < 0.5) for _, concept, prob, *_ in concept_rows)
+    # the calibrated probability decides NIL: NIL exactly where prob < 1 - the shipped threshold
+    from spacy_bioel.nil.stages import DEFAULT_THRESHOLD
+
+    cut = 1 - DEFAULT_THRESHOLD
+    assert f"NIL when prob < {cut:.2f}" in result.output
+    assert all((concept == "NIL") == (float(prob) < cut) for _, concept, prob, *_ in concept_rows
+               if abs(float(prob) - cut) > 0.005)  # prob is printed rounded
 
 
 def test_parse_bracketed():

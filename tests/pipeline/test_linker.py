@@ -323,16 +323,9 @@ def test_pipelines_saved_before_stages(trained, tmp_path):
         "n_hard_negatives": 2, "top_k": 5, "use_knn": False, "knn_k": 1, "knn_lambda": 0.3,
         "knn_beta1": 0.1, "knn_beta2": 0.5, "nil_threshold": 0.25, "epoch_seconds": [1.0],
         "dim": saved["dim"], "encoder_attrs": saved["encoder_attrs"]})
-    config = Config().from_disk(tmp_path / "old" / "config.cfg")
-    block = config["components"]["bioel_linker"]
-    for stage in ("index", "candidates", "ranker", "nil", "negatives", "fgsm", "type_filter",
-                  "similarity_attr", "probability_attr"):
-        block.pop(stage, None)
-    block.update({"n_hard_negatives": 2, "negative_sampling": "hard", "hard_fraction": 0.5,
-                  "fgsm_epsilon": 0.0, "fgsm_weight": 1.0, "index_type": "flat",
-                  "index_backend": "auto", "use_knn": True, "knn_k": 4, "knn_lambda": 0.1,
-                  "knn_beta1": 0.05, "knn_beta2": 1.0, "nil_threshold": None,
-                  "embedding_cache": None})
+    from tests.utils import flatten_linker_block
+
+    config = flatten_linker_block(Config().from_disk(tmp_path / "old" / "config.cfg"))
     config.to_disk(tmp_path / "old" / "config.cfg")
     with pytest.raises(BioELError, match="E174"):
         load_pipeline(tmp_path / "old")

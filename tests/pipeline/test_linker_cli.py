@@ -99,16 +99,13 @@ def test_upgrade_config_maps_flat_settings_onto_stages(tmp_path):
     from spacy.util import load_model_from_config
     from thinc.api import Config
 
-    config = Config().from_disk(REPO_CONFIG.parent / "linker_proxy.cfg", interpolate=False)
-    block = config["components"]["bioel_linker"]
-    for stage in ("index", "candidates", "ranker", "nil", "negatives", "fgsm", "type_filter",
-                  "similarity_attr", "probability_attr"):
-        block.pop(stage, None)
-    block.update({"n_hard_negatives": 3, "negative_sampling": "mixed", "hard_fraction": 0.25,
-                  "fgsm_epsilon": 0.001, "fgsm_weight": 0.5, "index_type": "hnsw",
-                  "index_backend": "faiss", "use_knn": False, "knn_k": 8, "knn_lambda": 0.2,
-                  "knn_beta1": 0.1, "knn_beta2": 0.5, "nil_threshold": 0.3,
-                  "embedding_cache": None})
+    from tests.utils import flatten_linker_block
+
+    config = flatten_linker_block(
+        Config().from_disk(REPO_CONFIG.parent / "linker_proxy.cfg", interpolate=False),
+        n_hard_negatives=3, negative_sampling="mixed", hard_fraction=0.25, fgsm_epsilon=0.001,
+        fgsm_weight=0.5, index_type="hnsw", index_backend="faiss", use_knn=False, knn_k=8,
+        knn_lambda=0.2, knn_beta1=0.1, knn_beta2=0.5, nil_threshold=0.3)
     config.to_disk(tmp_path / "old.cfg", interpolate=False)
     result = CliRunner().invoke(app, ["upgrade-config", str(tmp_path / "old.cfg"),
                                       str(tmp_path / "new.cfg")])
