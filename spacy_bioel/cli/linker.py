@@ -146,11 +146,7 @@ def set_stage(
     nlp = load_with_config(pipeline, config)
     linker = find_linker(nlp, linker_name)
     fresh = registry.resolve({"stage": block})["stage"] if block is not None else None
-    if stage == "candidates":
-        fresh.initialize(linker.kb, linker.index)
-    elif stage == "type_filter" and fresh is not None:
-        fresh.initialize(linker.kb, linker.index.names)
-    setattr(linker, stage, fresh)  # not the saved parameters of the stage it replaces
+    linker.set_stage(stage, fresh)  # not the saved parameters of the stage it replaces
     nlp.to_disk(output)
     typer.echo(f"{linker_name}.{stage} = {function} {params or ''}; saved to {output}")
 

@@ -119,18 +119,8 @@ class NameIndex:
         RETURNS (List[List[float]]): aligned with `concepts`.
         """
         self._require()
-        names, out = self.names, []
-        for query, row in zip(queries, concepts):
-            if not len(row):
-                out.append([])
-                continue
-            rows = np.concatenate([np.arange(names.offsets[c], names.end(c)) for c in row])
-            scores = self.embeddings[rows] @ query  # (n_rows,)
-            owners = np.repeat(np.arange(len(row)), [names.end(c) - names.offsets[c] for c in row])
-            best = np.full(len(row), -np.inf, dtype=np.float32)
-            np.maximum.at(best, owners, scores)
-            out.append(best.tolist())
-        return out
+        return [self.names.best_per_listed(row, lambda rows: self.embeddings[rows] @ query)
+                for query, row in zip(queries, concepts)]
 
     def closest_name(self, query: np.ndarray, concept: int) -> int:
         """The index of `concept`'s name most similar to `query`."""

@@ -3,7 +3,7 @@ concept, built from a KB plus optional extra names (train/dev mention strings
 under BioSyn's dictionary protocol)."""
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Tuple
+from typing import Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
 
@@ -47,6 +47,22 @@ class NameTable:
     def end(self, concept: int) -> int:
         """RETURNS (int): one past the last name row of `concept`."""
         return int(self.offsets[concept + 1]) if concept + 1 < len(self.offsets) else len(self.names)
+
+    def name_rows(self, concepts: Sequence[int]) -> Tuple[np.ndarray, np.ndarray]:
+        """The name rows of `concepts` and, for each row, the position of its
+        concept in `concepts` (for a max per listed concept, see `best_per_listed`)."""
+        counts = [self.end(c) - self.offsets[c] for c in concepts]
+        rows = np.concatenate([np.arange(self.offsets[c], self.end(c)) for c in concepts])
+        return rows, np.repeat(np.arange(len(concepts)), counts)
+
+    def best_per_listed(self, concepts: Sequence[int], score_rows) -> List[float]:
+        """The best name score of each listed concept; `score_rows(rows)` scores name rows."""
+        if not len(concepts):
+            return []
+        rows, positions = self.name_rows(concepts)
+        best = np.full(len(concepts), -np.inf, dtype=np.float32)
+        np.maximum.at(best, positions, score_rows(rows))
+        return best.tolist()
 
     def max_per_concept(self, scores: np.ndarray) -> np.ndarray:
         """(batch, n_names) -> (batch, n_concepts): the best name score per concept."""

@@ -151,21 +151,14 @@ class TfidfCandidates:
         concepts: per mention, concept indices. RETURNS: aligned with `concepts`.
         """
         char, word = self._vectorize(mentions)
-        out = []
-        for i, row in enumerate(concepts):
-            if not len(row):
-                out.append([])
-                continue
-            rows = np.concatenate([np.arange(self.table.offsets[c], self.table.end(c)) for c in row])
-            sims = self._combine(char[i] @ self.char_matrix[rows].T,
-                                 word[i] @ self.word_matrix[rows].T if word is not None else None)
-            sims = np.asarray(sims.todense(), dtype=np.float32)[0]  # (n_rows,), a few names
-            owners = np.repeat(np.arange(len(row)),
-                               [self.table.end(c) - self.table.offsets[c] for c in row])
-            best = np.zeros(len(row), dtype=np.float32)
-            np.maximum.at(best, owners, sims)
-            out.append(best.tolist())
-        return out
+
+        def scorer(i):
+            def score_rows(rows):  # (n_rows,): a few names
+                sims = self._combine(char[i] @ self.char_matrix[rows].T,
+                                     word[i] @ self.word_matrix[rows].T if word is not None else None)
+                return np.asarray(sims.todense(), dtype=np.float32)[0]
+            return score_rows
+        return [self.table.best_per_listed(row, scorer(i)) for i, row in enumerate(concepts)]
 
     def __call__(self, mentions: Sequence[str], k: int = 10) -> List[Candidates]:
         """Top-k (concept_id, score) per mention (the baseline generator's API)."""

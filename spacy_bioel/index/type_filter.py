@@ -9,7 +9,7 @@ unfiltered search would give). Labels not in the map are not filtered.
 
 Example:
     >>> type_filter = TypeFilter({"Phenotype": ["human_phenotype"]})
-    >>> type_filter.initialize(kb, index.names)
+    >>> type_filter.initialize(kb, index)
     >>> type_filter.masks(["Phenotype", "Disease"])  # [mask, None]
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import BioELError, Errors
 from ..kb.knowledge_base import KnowledgeBase
-from .names import NameTable
+from .name_index import NameIndex
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +37,11 @@ class TypeFilter:
         self._masks: Dict[str, np.ndarray] = {}
         self.concept_ids: List[str] = []
 
-    def initialize(self, kb: KnowledgeBase, names: NameTable) -> None:
-        """Precompute one (n_concepts,) mask per label. E171 when a label allows
-        no concept of this KB (a misspelt type would silently empty every list)."""
+    def initialize(self, kb: KnowledgeBase, index: NameIndex) -> None:
+        """Precompute one (n_concepts,) mask per label over the index's concepts (the
+        same call as a candidate generator's). E171 when a label allows no concept of
+        this KB (a misspelt type would silently empty every list)."""
+        names = index.names
         self.concept_ids = list(names.concept_ids)
         types = [set(kb[cid].types) for cid in names.concept_ids]
         self._masks = {}

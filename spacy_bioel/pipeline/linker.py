@@ -1,18 +1,14 @@
 """The `bioel_linker` component: a thin `TrainablePipe` that wires registered
 stages and writes annotations.
 
-Stages (config blocks): `index` (concept-name embeddings and the dense store),
-`candidates` (dense, sparse, exact or hybrid), `type_filter` (optional), `ranker`
-(bi-encoder scores + kNN datastore, kNN-BioEL eqs. 4-6), `nil` (calibrated
-probability and NIL decision); training only: `negatives`, `fgsm`.
+Stages (config blocks): `index`, `candidates`, `type_filter`, `ranker` (kNN-BioEL
+eqs. 4-6), `nil`; training only: `negatives`, `fgsm` (see the README, "Stages").
 
-Refresh: embeddings are computed at defined moments only: `initialize`, the
-end of each training epoch (the name index, when the concept tower trains:
-fresh hard negatives), spaCy's evaluation steps (the steps where
-step % [training] eval_frequency == 0: the index and the datastore, so
-evaluation and model-best see current embeddings), the
-`spacy-bioel.RefreshLinkers.v1` before_to_disk callback, and `refresh()`.
-`predict` and `to_disk` never encode; they warn (W006) when what they use is stale.
+Refresh: embeddings are computed only in `initialize`, at the end of each epoch
+(the name index, for fresh hard negatives), at spaCy's evaluation steps
+(step % [training] eval_frequency == 0), by the `spacy-bioel.RefreshLinkers.v1`
+before_to_disk callback and by `refresh()`; `predict` and `to_disk` never encode
+(they warn W006 when what they use is stale).
 """
 
 import logging
@@ -74,8 +70,7 @@ class BioELLinker(TrainablePipe):
         self.epoch_seconds: List[float] = []
         self._rng = np.random.default_rng()
         self._concept_index: Dict[str, int] = {}
-        self._seen_in_epoch, self._steps, self._eval_frequency = 0, 0, 0
-        self._epoch_start = 0.0
+        self._seen_in_epoch, self._steps, self._eval_frequency, self._epoch_start = 0, 0, 0, 0.0
 
     # ------------------------------------------------------------------ setup
     def set_kb(self, kb: KnowledgeBase) -> None:
@@ -85,10 +80,16 @@ class BioELLinker(TrainablePipe):
         names = NameTable(kb)
         self._concept_index = {cid: i for i, cid in enumerate(names.concept_ids)}
         self.index.set_names(names)
-        self.candidates.initialize(kb, self.index)
-        if self.type_filter is not None:
-            self.type_filter.initialize(kb, names)
+        for stage in ("candidates", "type_filter"):
+            self.set_stage(stage, getattr(self, stage))
         self.datastore_stale = True
+
+    def set_stage(self, stage: str, value: Any) -> None:
+        """Replace a stage (e.g. hybrid candidates on a trained linker); one that
+        builds per KB (candidates, type filter) is built for the current KB."""
+        if value is not None and self.kb is not None and hasattr(value, "initialize"):
+            value.initialize(self.kb, self.index)
+        setattr(self, stage, value)
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Optional[Language] = None,
@@ -218,7 +219,7 @@ class BioELLinker(TrainablePipe):
         masks = self.type_filter.masks(labels) if self.type_filter is not None else None
         k = min(self.cfg["top_k"], len(self.index.names.concept_ids))
         found = self.candidates(texts, queries, self.index, k, masks)
-        knn_k = knn_k or self.ranker.knn_k
+        knn_k = knn_k or (self.ranker.knn_k if self.ranker.use_knn else 0)  # kNN off: no search
         use_knn = self.datastore is not None and len(self.datastore) and knn_k
         neighbours = self.datastore.search(queries, knn_k) if use_knn else [[] for _ in texts]
         ids, out = self.index.names.concept_ids, [[] for _ in spans]

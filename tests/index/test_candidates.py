@@ -65,7 +65,7 @@ def test_dense_candidates_and_type_masks_grow_the_pool():
     assert [r[0][0] for r in rows] == [1, 3]  # D2, HP2: their own names
     assert all(score == sim for row in rows for _, score, sim in row)
     type_filter = TypeFilter({"Phenotype": ["phenotype"]})
-    type_filter.initialize(kb, index.names)
+    type_filter.initialize(kb, index)
     masks = type_filter.masks(["Phenotype", "Disease"])
     assert masks[1] is None and masks[0].tolist() == [False, False, True, True, False]
     filtered = dense(["heart attack", "megacolon"], queries, index, k=5, masks=masks)
@@ -78,8 +78,10 @@ def test_type_filter_errors():
         TypeFilter({"Phenotype": []})
     kb = toy_kb()
     type_filter = TypeFilter({"Phenotype": ["human_phenotype"]})  # not a type of this KB
+    index = NameIndex()
+    index.set_names(NameTable(kb))
     with pytest.raises(BioELError, match="E171"):
-        type_filter.initialize(kb, NameTable(kb))
+        type_filter.initialize(kb, index)
 
 
 def test_exact_and_sparse_candidates_carry_dense_similarities():
