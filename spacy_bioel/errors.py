@@ -41,6 +41,9 @@ class Warnings(metaclass=ErrorsWithCodes):
             "neither predict nor to_disk encodes. Call linker.refresh() (spacy train "
             "does at epoch ends, evaluation steps and, with the "
             "spacy-bioel.RefreshLinkers.v1 before_to_disk callback, before saving).")
+    W007 = ("{count} concept(s) of KB '{kb}' have no name with a letter or digit (e.g. "
+            "{examples}): they are left out of the index and cannot be linked. Give them a "
+            "name, or ignore this if they are placeholders.")
 
 
 class Errors(metaclass=ErrorsWithCodes):
@@ -74,11 +77,25 @@ class Errors(metaclass=ErrorsWithCodes):
             "({filters}).")
     E013 = ("Knowledge base file {path} is truncated or corrupted ({problem}). "
             "Rebuild it with `python -m spacy_bioel kb build`.")
-    E014 = ("Concept '{concept_id}' has relation '{relation}' to itself. Remove the "
-            "self-loop from the source.")
+    E014 = ("{path}, line {line}: concept '{concept_id}' has relation '{relation}' to itself. "
+            "Remove the self-loop from the source.")
     E015 = ("Cannot merge the KBs: id '{concept_id}' is in both '{first}' and '{second}'. "
             "Merge KBs whose concept and alternate ids are disjoint (e.g. DOID + HP), or "
             "build one of them with a --prefixes filter.")
+    E016 = ("{path} is not a regular file (a directory?). Pass the file itself.")
+    E017 = ("{path}, line {line}: the compressed stream cannot be read ({problem}). The "
+            "download is probably truncated or the file is not gzip: download it again, or "
+            "decompress it and pass the plain file.")
+    E018 = ("{path}, line {line}: bytes that are not valid {encoding} (byte 0x{byte} at "
+            "offset {offset} of the line). Pass the file's encoding with --encoding (e.g. "
+            "latin-1, cp1252, utf-16) or re-save the file as UTF-8.")
+    E019 = ("{path}, line {line}: NUL bytes in a text file: it is probably UTF-16 or UTF-32 "
+            "without a byte-order mark, or not text. Pass --encoding (e.g. utf-16-le) or "
+            "re-save the file as UTF-8.")
+    E020 = ("Unknown encoding '{encoding}' for {path}. Use a Python codec name (utf-8, "
+            "latin-1, cp1252, utf-16).")
+    E021 = ("{path}: no {what} read: the file is empty or has only blank lines. Check that "
+            "it is the right file for this format.")
 
     # corpora: E050-E099
     E050 = ("{path}, line {line}: malformed PubTator {what} ({problem}). Expected "
@@ -100,6 +117,8 @@ class Errors(metaclass=ErrorsWithCodes):
     E057 = ("Split fractions must be positive and the seed an integer; got {value}.")
     E058 = ("{path}: mention at {start}-{end} is empty or lies outside the document "
             "(length {length}). Correct the offsets.")
+    E059 = ("{path} is not a spaCy DocBin (.spacy) or is damaged ({problem}). Re-create it "
+            "with `python -m spacy_bioel convert`.")
 
     # evaluation and candidates: E100-E149
     E100 = ("Cannot evaluate: {path} has no entities with kb_id_. Convert the corpus "
@@ -175,6 +194,12 @@ class Errors(metaclass=ErrorsWithCodes):
     E174 = ("{path} is a pipeline saved before linking stages (its config has the flat "
             "setting(s) {keys}). Convert it with `python -m spacy_bioel upgrade-pipeline "
             "{path} NEW_DIR`, which maps them onto the stage blocks and re-saves it.")
+    E175 = ("Invalid setting {name} = {value}: expected {expected}. Fix the value in the "
+            "config block (or in --set / the override) and run again.")
+    E176 = ("{path} is damaged ({problem}). {remedy}")
+    E177 = ("The candidate store needs faiss (index_type '{index_type}'), which is not "
+            "installed: pip install faiss-cpu (or faiss-gpu), or use index_type 'flat', "
+            "which runs on torch without it.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import logging
+import zlib
 from pathlib import Path
-from typing import Any, List
+from typing import Any, List, Optional
 
 import srsly
 import typer
@@ -42,6 +43,26 @@ def setup_logging(verbose: bool = False) -> None:
         package.addHandler(handler)
 
 
+def main(argv: Optional[List[str]] = None) -> None:
+    """Run the CLI (`python -m spacy_bioel`, the `spacy-bioel` script). A coded
+    error, or an OS error on a file the user named, prints as one message on
+    stderr with exit code 1; `--verbose` / `-V` shows the traceback as well.
+    Anything else is a bug and keeps its traceback."""
+    import sys
+
+    from ..errors import BioELError
+
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        app(args=args, prog_name="python -m spacy_bioel")
+    except (BioELError, OSError) as err:
+        if "--verbose" in args or "-V" in args:
+            raise
+        message = str(err) if isinstance(err, BioELError) else f"{type(err).__name__}: {err}"
+        typer.echo(f"Error: {message}\n(run with --verbose for the traceback)", err=True)
+        sys.exit(1)
+
+
 def split_csv(value: str) -> List[str]:
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
 
@@ -68,7 +89,11 @@ def read_docs(paths: List[Path]):
     nlp = spacy.blank("en")
     docs = []
     for path in paths:
-        if not Path(path).exists():
+        if not Path(path).is_file():
             raise BioELError(Errors.E008.format(path=path))
-        docs.extend(DocBin().from_disk(path).get_docs(nlp.vocab))
+        try:
+            docs.extend(DocBin().from_disk(path).get_docs(nlp.vocab))
+        except (ValueError, KeyError, TypeError, IndexError, zlib.error) as err:
+            raise BioELError(Errors.E059.format(path=path, problem=f"{type(err).__name__}: "
+                                                                   f"{str(err)[:200]}"))
     return docs

@@ -12,12 +12,13 @@ there (it states the seed count of every row).
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import typer
 
@@ -45,7 +46,43 @@ def load_spec(path: Path) -> dict:
         if not isinstance(variant, dict) or "config" not in variant:
             raise BioELError(Errors.E166.format(path=path, problem=f"variant '{name}' has no config"))
         variant["overrides"] = {**shared, **(variant.get("overrides") or {})}
+        check_overrides(path, name, variant)
     return spec
+
+
+def check_overrides(path: Path, name: str, variant: dict) -> None:
+    """Each override must be a dotted key whose block exists in the variant's
+    config ('training.max_epochs', 'components.bioel_linker.model.frozen_layers':
+    a block's parameter may be a default not written in the file), with a scalar
+    value: the overrides become `spacy train` flags, and a key such as 'code'
+    would make it import a Python file."""
+    from spacy.util import load_config
+
+    from ..errors import BioELError, Errors
+
+    config_path = Path(variant["config"])
+    if not config_path.is_file():
+        raise BioELError(Errors.E166.format(path=path, problem=f"variant '{name}': config "
+                                            f"{config_path} not found"))
+    config = load_config(config_path, interpolate=False)
+    for key, value in variant["overrides"].items():
+        node: Any = config
+        parts = str(key).split(".")
+        for part in parts[:-1]:
+            node = node.get(part, _MISSING) if isinstance(node, dict) else _MISSING
+        if len(parts) < 2 or not isinstance(node, dict) or not _PARAM.match(parts[-1]) or \
+                isinstance(node.get(parts[-1]), dict):
+            raise BioELError(Errors.E166.format(path=path, problem=(
+                f"variant '{name}': override '{key}' is not a setting of {config_path} "
+                "(use a dotted key that exists there, e.g. training.max_epochs)")))
+        if value is not None and not isinstance(value, (str, int, float, bool)):
+            raise BioELError(Errors.E166.format(path=path, problem=(
+                f"variant '{name}': override '{key}' has a {type(value).__name__} value; "
+                "give a string, number or boolean")))
+
+
+_MISSING = object()
+_PARAM = re.compile(r"^@?[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def train_command(variant: dict, seed: int, output: Path, paths: Dict[str, Path],
@@ -109,13 +146,14 @@ def ablate(
     embedding_cache: Optional[Path] = typer.Option(None, "--embedding-cache", help="Folder caching a frozen concept tower's name embeddings across runs"),
     max_minutes: float = typer.Option(0.0, "--max-minutes", help="Start no new run after this many minutes (0: no limit)"),
     keep_models: bool = typer.Option(False, "--keep-models/--drop-models", help="Keep each run's trained pipelines"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Train, tune on dev and evaluate on test every (variant, seed) not done yet."""
     import srsly
 
     from ..kb.knowledge_base import KnowledgeBase
 
-    setup_logging()
+    setup_logging(verbose)
     spec = load_spec(spec_path)
     chosen = split_csv(variants) or list(spec["variants"])
     unknown = [v for v in chosen if v not in spec["variants"]]
@@ -170,9 +208,11 @@ def ablate_table(
     results: Path = typer.Argument(Path("results/ablations"), help="Folder of run results"),
     output: Path = typer.Option(Path("results/ablations/ablations.md"), "--output", help="Markdown table (JSON beside it, PNG plots in the same folder)"),
     spec_path: Optional[Path] = typer.Option(None, "--spec", help="The grid (configs/ablations.yml): its 'comparisons' add a table of paired differences"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Mean +- std over seeds for every (dataset, variant, kNN), the spec's
     comparisons (paired by seed), and NIL PR plots."""
+    setup_logging(verbose)
     import srsly
 
     from ..evaluation.ablation import (ablation_table, compare, comparison_table,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ._app import app, load_pipeline, read_docs, write_json
+from ._app import app, setup_logging, load_pipeline, read_docs, write_json
 
 
 @app.command("benchmark")
@@ -18,8 +18,10 @@ def benchmark(
     output: Path = typer.Option(Path("benchmark.json"), "--output", help="JSON (a .md beside it)"),
     batch_size: int = typer.Option(64, "--batch-size"),
     repeats: int = typer.Option(1, "--repeats", help="Linking passes over the data"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Measure load time, mentions per second (gold spans given) and peak RSS."""
+    setup_logging(verbose)
     from ..training.readers import gold_spans_doc
 
     start = time.perf_counter()

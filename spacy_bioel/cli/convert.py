@@ -26,6 +26,7 @@ def convert(
     setting: str = typer.Option("zero-shot", "--setting", help="obo-syn: zero-shot | few-shot"),
     seed: int = typer.Option(0, "--seed", help="obo-syn: split seed"),
     dev_fraction: float = typer.Option(0.0, "--dev-fraction", help="obo-syn zero-shot: share of train terms held out as dev"),
+    encoding: Optional[str] = typer.Option(None, "--encoding", help="Text encoding of inputs without a byte-order mark (default UTF-8)"),
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:
     """Convert a corpus to spaCy DocBins whose ents carry type and gold concept id."""
@@ -60,10 +61,11 @@ def convert(
             if fmt == "pubtator":
                 from ..corpora.pubtator import convert_pubtator
                 docs, report = convert_pubtator(nlp, path, types=split_csv(types) or None, kb=kb,
-                                                missing=missing, misaligned=misaligned)
+                                                missing=missing, misaligned=misaligned,
+                                                encoding=encoding)
             else:
                 from ..corpora.askapatient import convert_askapatient
-                docs, report = convert_askapatient(nlp, path)
+                docs, report = convert_askapatient(nlp, path, encoding=encoding)
                 if kb is not None:
                     missing_ids = {e.kb_id_ for d in docs for e in d.ents
                                    if kb.resolve(e.kb_id_) is None}

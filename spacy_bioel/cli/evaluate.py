@@ -17,9 +17,14 @@ def parse_settings(settings: List[str]) -> dict:
     """KEY=VALUE strings -> dict with JSON-parsed values ('false' -> False, '0.1' -> 0.1)."""
     import json
 
+    from ..errors import BioELError, Errors
+
     out = {}
     for item in settings:
-        key, _, value = item.partition("=")
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BioELError(Errors.E175.format(name="--set", value=repr(item),
+                                                expected="KEY=VALUE, e.g. ranker.use_knn=false"))
         try:
             out[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
@@ -46,6 +51,7 @@ def evaluate(
 ) -> None:
     """Link gold mentions and report Acc@k, MAP, subsets, NIL and failure stages."""
     from ..errors import BioELError, Errors
+    from ..pipeline.mentions import has_alnum
     from ..evaluation.linkers import run_generator, run_pipeline, training_names
     from ..evaluation.metrics import evaluate_records
     from ..evaluation.records import annotate_subsets
@@ -92,6 +98,8 @@ def evaluate(
         "train": [str(p) for p in train], "k": k, "settings": list(settings), "n_bootstrap": n_bootstrap,
         "index_build_seconds": round(build_seconds, 2), "total_seconds": round(seconds, 2),
         "mentions_per_second": round(len(records) / max(seconds - build_seconds, 1e-9), 1),
+        # NIL without encoding in bioel_linker (nil_without_alnum); no baseline matches them
+        "mentions_without_alnum": sum(1 for r in records if not has_alnum(r.text)),
     }
     write_json(output, report)
     title = f"{report['meta']['dataset']} | {report['meta']['linker']} | dictionary={dictionary}"

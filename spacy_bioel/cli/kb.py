@@ -25,6 +25,7 @@ def kb_build(
     sources: str = typer.Option("", "--sources", help="umls: SAB values (default all)"),
     include_suppressed: bool = typer.Option(False, "--include-suppressed", help="umls: keep suppressible names"),
     name: Optional[str] = typer.Option(None, "--name", help="KB label for reports"),
+    encoding: Optional[str] = typer.Option(None, "--encoding", help="Text encoding of files without a byte-order mark (default UTF-8)"),
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:
     """Load a vocabulary in any supported format and save it as a binary KB."""
@@ -39,6 +40,8 @@ def kb_build(
                   "include_suppressed": include_suppressed}
     if name:
         kwargs["name"] = name
+    if encoding and fmt != "bioel":
+        kwargs["encoding"] = encoding
     start = time.perf_counter()
     kb = load_kb(fmt, inputs, **kwargs)
     seconds = time.perf_counter() - start

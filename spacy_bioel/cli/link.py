@@ -45,6 +45,7 @@ def link(
     linker: str = typer.Option("bioel", "--linker", help="bioel (bioel_linker, embedded MiniLM or --encoder) | a trained pipeline directory | tfidf | exact"),
     encoder: str = typer.Option("embedded:all-MiniLM-L6-v2", "--encoder", help="bioel: encoder directory or hub name"),
     top: int = typer.Option(3, "--top", help="Candidates shown per mention"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Link the bracketed mentions of TEXT against a KB and print each one's
     concept id, canonical name and score (plus runner-up candidates). The
@@ -56,7 +57,7 @@ def link(
     from ..corpora.documents import tokens_aligned_to
     from ..kb.knowledge_base import KnowledgeBase
 
-    setup_logging()
+    setup_logging(verbose)
     kb = KnowledgeBase.from_disk(kb_path)
     plain, spans = parse_bracketed(text)
     nlp = spacy.blank("en")

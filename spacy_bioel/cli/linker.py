@@ -114,6 +114,25 @@ def upgrade_pipeline(
     typer.echo(f"Upgraded {pipeline} -> {output}")
 
 
+@app.command("repair-pipeline")
+def repair_pipeline(
+    pipeline: Path = typer.Argument(..., help="A saved pipeline whose index or datastore is damaged"),
+    output: Path = typer.Argument(..., help="Where to save the repaired pipeline"),
+    kb_path: Optional[Path] = typer.Option(None, "--kb", help="A KB file replacing the saved one"),
+    verbose: bool = typer.Option(False, "--verbose", "-V"),
+) -> None:
+    """Re-create the derived parts of each bioel_linker (the name index and the
+    kNN datastore; with --kb also the KB) from its weights, KB and training
+    mentions, and save the pipeline (with a fresh manifest)."""
+    from ..kb.knowledge_base import KnowledgeBase
+    from ..pipeline.loading import repair_pipeline as repair
+
+    setup_logging(verbose)
+    kb = KnowledgeBase.from_disk(kb_path) if kb_path else None
+    repair(pipeline, kb).to_disk(output)
+    typer.echo(f"Repaired {pipeline} -> {output}")
+
+
 @app.command("set-stage")
 def set_stage(
     pipeline: Path = typer.Argument(..., help="A saved pipeline with a bioel_linker"),

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from ._app import app, read_docs, write_json
+from ._app import app, setup_logging, read_docs, write_json
 
 
 @app.command("stats")
@@ -15,8 +15,10 @@ def stats(
     kb_path: Optional[Path] = typer.Option(None, "--kb", help="KB for the coverage column"),
     title: str = typer.Option("", "--title", help="Dataset name for the table"),
     output: Optional[Path] = typer.Option(None, "--output", help="JSON output (a .md table is written beside it)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Print documents, mentions, unique concepts, unseen-in-train shares and KB coverage."""
+    setup_logging(verbose)
     from ..corpora.stats import corpus_statistics, statistics_table
     from ..kb.knowledge_base import KnowledgeBase
 

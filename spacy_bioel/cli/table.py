@@ -7,7 +7,7 @@ from typing import List, Optional
 import srsly
 import typer
 
-from ._app import app
+from ._app import app, setup_logging
 
 
 @app.command("table")
@@ -15,8 +15,10 @@ def table(
     reports: List[Path] = typer.Argument(..., help="Metrics JSON files written by `evaluate`"),
     output: Optional[Path] = typer.Option(None, "--output", help="Markdown file to write"),
     title: str = typer.Option("", "--title"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Collect evaluation reports into one markdown table."""
+    setup_logging(verbose)
     from ..evaluation.report import summary_table
 
     loaded = [srsly.read_json(p) for p in reports if p.exists()]

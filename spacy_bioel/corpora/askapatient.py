@@ -21,20 +21,21 @@ logger = logging.getLogger(__name__)
 DEFAULT_LABEL = "MedicalConcept"
 
 
-def read_askapatient(path: Union[str, Path], report: Optional[ConversionReport] = None
-                     ) -> Iterator[Tuple[int, str, str, str]]:
+def read_askapatient(path: Union[str, Path], report: Optional[ConversionReport] = None,
+                     encoding: Optional[str] = None) -> Iterator[Tuple[int, str, str, str]]:
     """Yield (line, concept_id, description, phrase); Latin-1 lines are counted
     in `report`. Raises E053 on a bad row."""
     report = report if report is not None else ConversionReport(str(path))
-    return read_askapatient_rows(path, on_latin1=lambda where: report.add("latin1_lines", where))
+    return read_askapatient_rows(path, on_latin1=lambda where: report.add("latin1_lines", where),
+                                 encoding=encoding)
 
 
-def convert_askapatient(nlp: Language, path: Union[str, Path], *, label: str = DEFAULT_LABEL
-                        ) -> Tuple[List[Doc], ConversionReport]:
+def convert_askapatient(nlp: Language, path: Union[str, Path], *, label: str = DEFAULT_LABEL,
+                        encoding: Optional[str] = None) -> Tuple[List[Doc], ConversionReport]:
     """Convert one fold file: one Doc per row, its single entity spanning the phrase."""
     report = ConversionReport(str(path))
     docs = []
-    for number, concept_id, _description, phrase in read_askapatient(path, report):
+    for number, concept_id, _description, phrase in read_askapatient(path, report, encoding):
         docs.append(single_mention_doc(nlp, f"{Path(path).name}:{number}", phrase, label,
                                        concept_id))
         report.add("documents")

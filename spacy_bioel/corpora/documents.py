@@ -79,6 +79,9 @@ class ConversionReport:
                 "examples": self.examples}
 
 
+MISSING_POLICIES = ("keep", "nil", "error")
+
+
 def normalize_mention_ids(mention: Mention, kb: Optional[KnowledgeBase], missing: str,
                           report: ConversionReport, where: str) -> Optional[Mention]:
     """Resolve a mention's ids against the KB under the `missing` policy.
@@ -179,6 +182,6 @@ def single_mention_doc(nlp: Language, doc_id: str, text: str, label: str, kb_id:
     return doc
 
 
-__all__ = ["Mention", "SourceDocument", "ConversionReport", "parse_gold_ids", "split_gold_ids",
+__all__ = ["MISSING_POLICIES", "Mention", "SourceDocument", "ConversionReport", "parse_gold_ids", "split_gold_ids",
            "normalize_mention_ids", "tokens_aligned_to", "build_doc", "single_mention_doc",
            "OVERLAPS_SPANS_KEY", "DOC_ID_KEY"]

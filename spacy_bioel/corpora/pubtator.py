@@ -27,23 +27,30 @@ from tqdm import tqdm
 from ..errors import CorpusFormatError, Errors, Warnings, warn
 from ..kb.io import iter_lines
 from ..kb.knowledge_base import KnowledgeBase
-from .documents import (ConversionReport, Mention, SourceDocument, build_doc,
+from ..validation import as_choice
+from .documents import (MISSING_POLICIES, ConversionReport, Mention, SourceDocument, build_doc,
                         normalize_mention_ids, parse_gold_ids)
 
 logger = logging.getLogger(__name__)
 
 
-def read_pubtator(path: Union[str, Path], report: Optional[ConversionReport] = None
-                  ) -> Iterator[SourceDocument]:
+def _is_offset(value: str) -> bool:
+    """ASCII digits only ('²' passes str.isdigit but is no offset)."""
+    return value.isascii() and value.isdigit()
+
+
+def read_pubtator(path: Union[str, Path], report: Optional[ConversionReport] = None,
+                  encoding: Optional[str] = None) -> Iterator[SourceDocument]:
     """Parse a PubTator file into SourceDocuments (offsets not yet checked).
 
     Text is `title + ' ' + abstract`, the convention of the PubTator offsets.
-    Raises E050 for a malformed line and E052 for an annotation before its text.
+    Raises E050 for a malformed line, E052 for an annotation before its text and
+    E021 for a file without documents (see `kb.io.iter_lines` for E016-E020).
     """
     report = report if report is not None else ConversionReport(str(path))
     current: Optional[SourceDocument] = None
     title: Optional[str] = None
-    for number, line in iter_lines(path):
+    for number, line in iter_lines(path, encoding):
         if not line.strip():
             continue
         if "\t" not in line and "|" in line:
@@ -65,10 +72,10 @@ def read_pubtator(path: Union[str, Path], report: Optional[ConversionReport] = N
                 current.text = f"{title} {text}"
             continue
         fields = line.split("\t")
-        if len(fields) == 4 and not fields[1].isdigit():
+        if len(fields) == 4 and not _is_offset(fields[1]):
             report.add("relation_lines")
             continue
-        if len(fields) not in (6, 7) or not fields[1].isdigit() or not fields[2].isdigit():
+        if len(fields) not in (6, 7) or not _is_offset(fields[1]) or not _is_offset(fields[2]):
             raise CorpusFormatError(Errors.E050.format(path=path, line=number, what="annotation",
                                                        problem=f"{len(fields)} tab-separated fields"))
         if not fields[3].strip():
@@ -81,8 +88,9 @@ def read_pubtator(path: Union[str, Path], report: Optional[ConversionReport] = N
             report.add("composite_individual_mention_columns", f"line {number}: {fields[6]}")
         current.mentions.append(Mention(int(fields[1]), int(fields[2]), fields[3], fields[4],
                                         ids, composite, number))
-    if current is not None:
-        yield current
+    if current is None:
+        raise CorpusFormatError(Errors.E021.format(path=path, what="PubTator document"))
+    yield current
 
 
 def _align(document: SourceDocument, mention: Mention, path: Union[str, Path], window: int,
@@ -131,7 +139,8 @@ def _align(document: SourceDocument, mention: Mention, path: Union[str, Path], w
 def convert_pubtator(nlp: Language, path: Union[str, Path], *,
                      types: Optional[Sequence[str]] = None, kb: Optional[KnowledgeBase] = None,
                      missing: str = "keep", misaligned: str = "error", repair_window: int = 50,
-                     progress: bool = True) -> Tuple[List[Doc], ConversionReport]:
+                     progress: bool = True, encoding: Optional[str] = None
+                     ) -> Tuple[List[Doc], ConversionReport]:
     """Convert a PubTator file to Docs.
 
     nlp (Language): Provides the tokenizer and vocab (e.g. spacy.blank('en')).
@@ -140,13 +149,16 @@ def convert_pubtator(nlp: Language, path: Union[str, Path], *,
     kb (Optional[KnowledgeBase]): Resolve alt ids to primary ids and check coverage.
     missing (str): Policy for ids missing from the KB: 'keep', 'nil' or 'error'.
     misaligned (str): Policy for unrepairable offsets: 'error' or 'skip'.
+    encoding (Optional[str]): The file's encoding without a byte-order mark (None: UTF-8).
     RETURNS (Tuple[List[Doc], ConversionReport]): The docs and what was done.
     """
+    as_choice("missing", missing, MISSING_POLICIES)
+    as_choice("misaligned", misaligned, ("error", "skip"))
     report = ConversionReport(str(path))
     keep_types = set(types) if types else None
     docs: List[Doc] = []
     seen_ids: Dict[str, int] = {}
-    for document in tqdm(read_pubtator(path, report), desc=f"PubTator {Path(path).name}",
+    for document in tqdm(read_pubtator(path, report, encoding), desc=f"PubTator {Path(path).name}",
                          unit=" docs", disable=not progress):
         if document.doc_id in seen_ids:
             report.add("duplicate_document_ids", document.doc_id)

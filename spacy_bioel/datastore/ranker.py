@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..validation import as_bool, as_float, as_int
 from .knn import interpolate, model_distribution
 
 RankCandidate = Tuple[str, float, float]
@@ -44,19 +45,23 @@ class KNNRanker:
 
     def __init__(self, use_knn: bool = True, knn_k: int = 4, knn_lambda: float = 0.1,
                  beta1: float = 0.05, beta2: float = 1.0) -> None:
-        self.use_knn = bool(use_knn)
-        self.knn_k = int(knn_k)
-        self.knn_lambda = float(knn_lambda)
-        self.beta1 = float(beta1)
-        self.beta2 = float(beta2)
+        self.set_params(use_knn=use_knn, knn_k=knn_k, knn_lambda=knn_lambda, beta1=beta1,
+                        beta2=beta2)
 
     def get_params(self) -> Dict[str, Any]:
         return {name: getattr(self, name) for name in self.PARAMS}
 
     def set_params(self, **params: Any) -> None:
+        """Set and check parameters: use_knn a bool, knn_k >= 1, knn_lambda in [0, 1],
+        the temperatures beta1, beta2 > 0 (E175; a zero temperature divides by zero)."""
+        checks = {"use_knn": lambda v: as_bool("ranker.use_knn", v),
+                  "knn_k": lambda v: as_int("ranker.knn_k", v, 1),
+                  "knn_lambda": lambda v: as_float("ranker.knn_lambda", v, 0, 1),
+                  "beta1": lambda v: as_float("ranker.beta1", v, 0, exclusive_minimum=True),
+                  "beta2": lambda v: as_float("ranker.beta2", v, 0, exclusive_minimum=True)}
         for name, value in params.items():
-            if name in self.PARAMS and value is not None:
-                setattr(self, name, type(getattr(self, name))(value))
+            if name in checks and value is not None:
+                setattr(self, name, checks[name](value))
 
     def rank(self, candidates: Sequence[RankCandidate], neighbours: Sequence[Tuple[str, float]],
              top_k: int) -> Ranking:

@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import BioELError, Errors
 from ..kb.knowledge_base import KnowledgeBase
 from ..kb.normalize import normalize_text
+from ..validation import as_float
 from .name_index import NameIndex
 
 Candidate = Tuple[int, float, float]  # (concept index, retrieval score, similarity)
@@ -130,10 +131,10 @@ class HybridCandidates:
     def __init__(self, fusion: str = "weighted", sparse_weight: float = 0.2, rrf_k: int = 60,
                  ngram_range: Sequence[int] = (2, 5), analyzer: str = "char_wb",
                  word_weight: float = 0.25, batch_size: int = 256) -> None:
-        if fusion not in FUSIONS or not 0.0 <= sparse_weight <= 1.0:
+        if fusion not in FUSIONS:
             raise BioELError(Errors.E169.format(fusion=fusion, weight=sparse_weight))
         self.fusion = fusion
-        self.sparse_weight = float(sparse_weight)
+        self.sparse_weight = as_float("candidates.sparse_weight", sparse_weight, 0, 1)
         self.rrf_k = rrf_k
         self.sparse = SparseCandidates(ngram_range, analyzer, word_weight, batch_size)
 
@@ -178,7 +179,7 @@ class HybridCandidates:
 
     def set_params(self, sparse_weight: Optional[float] = None) -> None:
         if sparse_weight is not None:
-            self.sparse_weight = float(sparse_weight)
+            self.sparse_weight = as_float("candidates.sparse_weight", sparse_weight, 0, 1)
 
 
 __all__ = ["DenseCandidates", "SparseCandidates", "ExactCandidates", "HybridCandidates",

@@ -59,6 +59,11 @@ class DenseCandidateStore:
             raise BioELError(Errors.E152.format(index_type=index_type, backend=backend))
         if backend == "auto":
             backend = "faiss" if faiss_available() and not device.startswith("cuda") else "torch"
+        if backend == "faiss" and not faiss_available():
+            if index_type != "flat":
+                raise BioELError(Errors.E177.format(index_type=index_type))
+            logger.warning("faiss is not installed: the flat index runs on torch instead")
+            backend = "torch"
         if backend == "torch" and index_type != "flat":
             raise BioELError(Errors.E152.format(index_type=index_type, backend=backend))
         self.concept_ids = list(concept_ids)
@@ -181,17 +186,18 @@ class DenseCandidateStore:
         return results  # type: ignore[return-value]
 
     def to_bytes(self) -> bytes:
+        """A flat store saves its vectors as .npy (either backend loads them, FAISS
+        or not); HNSW and IVF-PQ save FAISS's own serialisation."""
         import srsly
 
-        if self.backend == "faiss":
+        if self.backend == "faiss" and self.index_type != "flat":
             import faiss
             index_bytes = faiss.serialize_index(self._index).tobytes() if self._index is not None else b""
         else:
             buffer = io.BytesIO()
-            matrix = self._matrix.cpu().numpy() if self._matrix is not None else np.zeros((0, self.dim), np.float32)
-            np.save(buffer, matrix)
+            np.save(buffer, self.vectors(), allow_pickle=False)
             index_bytes = buffer.getvalue()
-        return srsly.msgpack_dumps({
+        return srsly.msgpack_dumps({"format": "faiss" if self.index_type != "flat" else "npy",
             "concept_ids": self.concept_ids, "dim": self.dim, "index_type": self.index_type,
             "backend": self.backend, "params": self.params, "owners": self.owners.tolist(),
             "index": index_bytes})
@@ -203,17 +209,23 @@ class DenseCandidateStore:
 
         try:
             msg = srsly.msgpack_loads(data)
+            # files written before the "format" key: FAISS bytes when the backend was faiss
+            fmt = msg.get("format", "faiss" if msg["backend"] == "faiss" else "npy")
             backend = msg["backend"]
             if backend == "faiss" and not faiss_available():
+                if fmt == "faiss" or msg["index_type"] != "flat":
+                    raise BioELError(Errors.E177.format(index_type=msg["index_type"]))
                 backend = "torch"
             store = cls(msg["concept_ids"], msg["dim"], index_type=msg["index_type"] if backend == "faiss" else "flat",
                         backend=backend, device=device, **msg["params"])
             store.owners = np.asarray(msg["owners"], dtype=np.int64)
             if not msg["index"]:
                 return store
-            if msg["backend"] == "faiss":
+            if fmt == "faiss":
                 import faiss
                 index = faiss.deserialize_index(np.frombuffer(msg["index"], dtype=np.uint8))
+                if index.d != store.dim:
+                    raise ValueError(f"vectors of dimension {index.d}, not {store.dim}")
                 if backend == "faiss":
                     store._index = index
                 else:  # reconstruct vectors for the torch backend
@@ -221,12 +233,15 @@ class DenseCandidateStore:
                     store._matrix = torch.from_numpy(index.reconstruct_n(0, index.ntotal)).to(device)
             else:
                 import torch
-                matrix = np.load(io.BytesIO(msg["index"]))
+                matrix = np.load(io.BytesIO(msg["index"]), allow_pickle=False)
+                if matrix.ndim != 2 or matrix.shape != (len(store.owners), store.dim):
+                    raise ValueError(f"vectors of shape {matrix.shape}, not "
+                                     f"({len(store.owners)}, {store.dim})")
                 if backend == "faiss":
                     store.add(matrix, store.owners)
                 else:
                     store._matrix = torch.from_numpy(matrix).to(device)
-        except (KeyError, ValueError, TypeError, RuntimeError) as err:
+        except (KeyError, ValueError, TypeError, RuntimeError, AttributeError, OSError) as err:
             raise BioELError(Errors.E154.format(path=path, problem=f"{type(err).__name__}: {err}"))
         if len(store.owners) and (store._index is not None and store._index.ntotal != len(store.owners)):
             raise BioELError(Errors.E154.format(path=path, problem="index size differs from the name table"))

@@ -7,6 +7,7 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
 
+from ..errors import Warnings, warn
 from ..kb.knowledge_base import KnowledgeBase
 from ..kb.normalize import normalize_text
 
@@ -36,6 +37,11 @@ class NameTable:
             grouped.setdefault(primary, []).append(name)
             self.n_extra += 1
         self.concept_ids: List[str] = list(grouped)
+        unindexed = [c.concept_id for c in kb if c.concept_id not in grouped]
+        self.n_unindexed = len(unindexed)  # concepts whose every name is punctuation or blank
+        if unindexed:
+            warn(Warnings.W007.format(count=len(unindexed), kb=kb.name,
+                                      examples=", ".join(unindexed[:3])))
         self.names: List[str] = [n for cid in self.concept_ids for n in grouped[cid]]
         counts = np.array([len(grouped[cid]) for cid in self.concept_ids], dtype=np.int64)
         self.owners = np.repeat(np.arange(len(self.concept_ids)), counts)

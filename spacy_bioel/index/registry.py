@@ -8,6 +8,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 from spacy.util import registry
 
 from ..kb.knowledge_base import KnowledgeBase
+from ..validation import as_float, as_int
 
 GeneratorBuilder = Callable[..., Callable]
 
@@ -25,6 +26,9 @@ def create_exact_match_candidates() -> GeneratorBuilder:
 def create_tfidf_candidates(ngram_range: List[int] = [2, 5], analyzer: str = "char_wb",
                             word_weight: float = 0.25, batch_size: int = 256) -> GeneratorBuilder:
     """Exact sparse TF-IDF over char n-grams + word unigrams (see `spacy_bioel.index.sparse`)."""
+    word_weight = as_float("word_weight", word_weight, 0)
+    batch_size = as_int("batch_size", batch_size, 1)
+
     def build(kb: KnowledgeBase, extra_names: Iterable[Tuple[str, str]] = ()):
         from .sparse import TfidfCandidates
         return TfidfCandidates(kb, extra_names, ngram_range=tuple(ngram_range),
@@ -67,7 +71,8 @@ def create_sparse_candidates(ngram_range: List[int] = [2, 5], analyzer: str = "c
                              word_weight: float = 0.25, batch_size: int = 256):
     """Candidates stage: the top-k concepts by char n-gram + word TF-IDF."""
     from .candidates import SparseCandidates
-    return SparseCandidates(ngram_range, analyzer, word_weight, batch_size)
+    return SparseCandidates(ngram_range, analyzer, as_float("candidates.word_weight", word_weight, 0),
+                            as_int("candidates.batch_size", batch_size, 1))
 
 
 @registry.misc("spacy-bioel.ExactCandidates.v1")
@@ -84,8 +89,9 @@ def create_hybrid_candidates(fusion: str = "weighted", sparse_weight: float = 0.
                              batch_size: int = 256):
     """Candidates stage: dense + sparse, fused by weight (tuned on dev) or by RRF."""
     from .candidates import HybridCandidates
-    return HybridCandidates(fusion, sparse_weight, rrf_k, ngram_range, analyzer, word_weight,
-                            batch_size)
+    return HybridCandidates(fusion, sparse_weight, as_int("candidates.rrf_k", rrf_k, 1), ngram_range,
+                            analyzer, as_float("candidates.word_weight", word_weight, 0),
+                            as_int("candidates.batch_size", batch_size, 1))
 
 
 @registry.misc("spacy-bioel.TypeFilter.v1")

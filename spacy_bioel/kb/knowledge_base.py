@@ -19,6 +19,7 @@ logger = logging.getLogger(__name__)
 
 KB_MAGIC = b"BIOELKB\x00"
 KB_FORMAT_VERSION = 1
+MAX_INFLATION = 50
 NIL = "NIL"
 
 
@@ -296,18 +297,27 @@ class KnowledgeBase:
             raise BioELError(Errors.E005.format(path=path, found=version,
                                                 expected=KB_FORMAT_VERSION))
         try:
-            payload = srsly.msgpack_loads(zlib.decompress(data[len(KB_MAGIC) + 2:]))
+            payload = srsly.msgpack_loads(_inflate(data[len(KB_MAGIC) + 2:]))
             kb = cls(strip_prefixes=payload["strip_prefixes"], name=payload["name"])
             kb.meta = dict(payload["meta"])
-            columns = zip(payload["ids"], payload["names"], payload["synonyms"],
-                          payload["scopes"], payload["types"], payload["definitions"],
-                          payload["alt_ids"], payload["relations"])
-            for cid, name, syns, scopes, types, definition, alts, rels in columns:
+            keys = ("ids", "names", "synonyms", "scopes", "types", "definitions", "alt_ids",
+                    "relations")
+            lengths = {key: len(payload[key]) for key in keys}
+            if len(set(lengths.values())) != 1:
+                raise ValueError(f"columns of different lengths {lengths}")
+            if len(set(payload["ids"])) != len(payload["ids"]):
+                raise ValueError("duplicate concept ids")
+            for cid, name, syns, scopes, types, definition, alts, rels in zip(
+                    *(payload[key] for key in keys)):
+                if not isinstance(cid, str) or not isinstance(name, str):
+                    raise TypeError(f"concept id or name of type {type(cid).__name__}")
                 kb._concepts[cid] = Concept(cid, name, tuple(syns), tuple(scopes), tuple(types),
                                             definition, tuple(alts),
                                             tuple((r[0], r[1]) for r in rels))
             kb._alt_to_primary = dict(payload["alt_map"])
-        except (zlib.error, KeyError, ValueError, TypeError, IndexError) as err:
+            if any(target not in kb._concepts for target in kb._alt_to_primary.values()):
+                raise ValueError("an alternate id points to no concept")
+        except (zlib.error, KeyError, ValueError, TypeError, IndexError, AttributeError) as err:
             raise BioELError(Errors.E013.format(path=path, problem=f"{type(err).__name__}: {err}"))
         return kb
 
@@ -318,13 +328,28 @@ class KnowledgeBase:
 
     @classmethod
     def from_disk(cls, path: Union[str, Path]) -> "KnowledgeBase":
-        path = Path(path)
-        if not path.exists():
-            raise BioELError(Errors.E008.format(path=path))
+        from .io import check_file
+
+        path = check_file(path)  # E008 missing, E016 not a file
         return cls.from_bytes(path.read_bytes(), path=path)
 
     def __repr__(self) -> str:
         return f"<KnowledgeBase {self.name!r}: {len(self)} concepts>"
+
+
+def _inflate(body: bytes) -> bytes:
+    """zlib-decompress a KB body, refusing one that inflates past MAX_INFLATION times
+    its size (+ 64 MB): a real KB's msgpack compresses a few times, a crafted stream
+    a thousand times (ValueError, reported as E013, before the memory is spent)."""
+    limit = 64 * 2 ** 20 + MAX_INFLATION * len(body)
+    inflater = zlib.decompressobj()
+    out = inflater.decompress(body, limit + 1)
+    if len(out) > limit:
+        raise ValueError(f"the body inflates to more than {limit} bytes "
+                         f"({MAX_INFLATION}x its size + 64 MB)")
+    if not inflater.eof:
+        raise ValueError("the compressed body is truncated")
+    return out
 
 
 __all__ = ["KnowledgeBase", "NIL", "KB_FORMAT_VERSION"]

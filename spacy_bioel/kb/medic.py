@@ -48,7 +48,7 @@ def normalize_medic_id(raw: str) -> str:
 
 
 def load_medic_dictionary(path: Union[str, Path], *, name: Optional[str] = None,
-                          progress: bool = True) -> KnowledgeBase:
+                          progress: bool = True, encoding: Optional[str] = None) -> KnowledgeBase:
     """Load MEDIC in the DNorm / BioSyn dictionary form.
 
     path (Union[str, Path]): The dictionary file (plain or .gz).
@@ -62,7 +62,7 @@ def load_medic_dictionary(path: Union[str, Path], *, name: Optional[str] = None,
     kb = KnowledgeBase(strip_prefixes=MEDIC_STRIP_PREFIXES, name=name or Path(path).name)
     first_line: Dict[str, int] = {}
     expected = "'ID[|ALT_ID...]||Preferred Name|Synonym|...'"
-    for number, line in tqdm(iter_lines(path), desc=f"MEDIC {Path(path).name}", unit=" lines",
+    for number, line in tqdm(iter_lines(path, encoding), desc=f"MEDIC {Path(path).name}", unit=" lines",
                              disable=not progress):
         if not line.strip():
             continue
@@ -100,7 +100,7 @@ def _split_multi(value: str) -> List[str]:
 
 
 def load_ctd_diseases(path: Union[str, Path], *, name: Optional[str] = None,
-                      progress: bool = True) -> KnowledgeBase:
+                      progress: bool = True, encoding: Optional[str] = None) -> KnowledgeBase:
     """Load CTD's ``CTD_diseases.tsv(.gz)`` report.
 
     Names, synonyms, definitions, alt ids (OMIM, DO) and ParentIDs (as 'is_a'
@@ -112,7 +112,7 @@ def load_ctd_diseases(path: Union[str, Path], *, name: Optional[str] = None,
     kb = KnowledgeBase(strip_prefixes=MEDIC_STRIP_PREFIXES, name=name or Path(path).name)
     first_line: Dict[str, int] = {}
     expected = f"{len(CTD_COLUMNS)} tab-separated columns: {', '.join(CTD_COLUMNS)}"
-    for number, line in tqdm(iter_lines(path), desc=f"CTD {Path(path).name}", unit=" lines",
+    for number, line in tqdm(iter_lines(path, encoding), desc=f"CTD {Path(path).name}", unit=" lines",
                              disable=not progress):
         if not line.strip() or line.startswith("#"):
             continue
@@ -132,7 +132,8 @@ def load_ctd_diseases(path: Union[str, Path], *, name: Optional[str] = None,
             raise KBFormatError(Errors.E003.format(path=path, line=number, concept_id=concept_id))
         relations = tuple(("is_a", normalize_medic_id(p)) for p in _split_multi(parents))
         if any(target == concept_id for _, target in relations):
-            raise KBFormatError(Errors.E014.format(concept_id=concept_id, relation="is_a"))
+            raise KBFormatError(Errors.E014.format(path=path, line=number, concept_id=concept_id,
+                                                   relation="is_a"))
         canonical = disease_name.strip()
         kb.add(Concept(concept_id, canonical,
                        synonyms=unique_names(_split_multi(synonyms), canonical),

@@ -11,7 +11,6 @@ terms, DOID mentions...): `prefixes` keeps only the ontology's own terms.
 """
 from __future__ import annotations
 
-import gzip
 import logging
 from collections import Counter
 from pathlib import Path
@@ -21,6 +20,7 @@ from tqdm import tqdm
 
 from ..errors import BioELError, Errors, KBFormatError
 from .concept import Concept
+from .io import read_text
 from .knowledge_base import KnowledgeBase
 
 logger = logging.getLogger(__name__)
@@ -28,16 +28,14 @@ logger = logging.getLogger(__name__)
 DEFAULT_SCOPES = ("EXACT", "RELATED", "BROAD", "NARROW")
 
 
-def _read_obo(path: Path):
+def _read_obo(path: Path, encoding: Optional[str] = None):
     import fastobo
 
-    if not path.exists():
-        raise BioELError(Errors.E008.format(path=path))
+    text = read_text(path, encoding)  # E008, E016-E020: missing, compressed, encoded
+    if not text.strip():
+        raise KBFormatError(Errors.E021.format(path=path, what="OBO stanza"))
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as handle:
-                return fastobo.load(handle)
-        return fastobo.load(str(path))
+        return fastobo.loads(text)
     except SyntaxError as err:
         raise KBFormatError(Errors.E011.format(path=path, line=getattr(err, "lineno", "?"),
                                                problem=getattr(err, "msg", str(err))))
@@ -45,7 +43,7 @@ def _read_obo(path: Path):
 
 def load_obo(path: Union[str, Path], *, prefixes: Optional[Sequence[str]] = None,
              synonym_scopes: Sequence[str] = DEFAULT_SCOPES, name: Optional[str] = None,
-             progress: bool = True) -> KnowledgeBase:
+             progress: bool = True, encoding: Optional[str] = None) -> KnowledgeBase:
     """Load an OBO 1.2/1.4 ontology (plain or .gz) into a KB.
 
     path (Union[str, Path]): The .obo or .obo.gz file.
@@ -60,7 +58,7 @@ def load_obo(path: Union[str, Path], *, prefixes: Optional[Sequence[str]] = None
     import fastobo
 
     path = Path(path)
-    document = _read_obo(path)
+    document = _read_obo(path, encoding)
     kb = KnowledgeBase(name=name or path.name)
     default_namespace = [str(clause.namespace) for clause in document.header
                          if isinstance(clause, fastobo.header.DefaultNamespaceClause)][:1]
@@ -113,7 +111,8 @@ def load_obo(path: Union[str, Path], *, prefixes: Optional[Sequence[str]] = None
             raise KBFormatError(Errors.E003.format(path=path, line=f"stanza {position + 1}",
                                                    concept_id=concept_id))
         if any(target == concept_id for _, target in relations):
-            raise KBFormatError(Errors.E014.format(concept_id=concept_id, relation="is_a"))
+            raise KBFormatError(Errors.E014.format(path=path, line=f"stanza {position + 1}",
+                                                   concept_id=concept_id, relation="is_a"))
         canonical = term_name.strip()
         kept_syn: List[str] = []
         kept_scopes: List[str] = []

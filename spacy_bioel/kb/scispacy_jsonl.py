@@ -47,7 +47,7 @@ def _string_list(record: Dict[str, Any], key: str, path: Union[str, Path],
 
 
 def load_scispacy_jsonl(path: Union[str, Path], *, name: Optional[str] = None,
-                        progress: bool = True) -> KnowledgeBase:
+                        progress: bool = True, encoding: Optional[str] = None) -> KnowledgeBase:
     """Load a KB from scispaCy's JSONL format.
 
     Aliases become synonyms (stripped, deduplicated, the canonical name left
@@ -66,10 +66,8 @@ def load_scispacy_jsonl(path: Union[str, Path], *, name: Optional[str] = None,
     """
     kb = KnowledgeBase(name=name or Path(path).name)
     first_line: Dict[str, int] = {}
-    for number, line in tqdm(iter_lines(path), desc=f"scispaCy KB {Path(path).name}",
+    for number, line in tqdm(iter_lines(path, encoding), desc=f"scispaCy KB {Path(path).name}",
                              unit=" lines", disable=not progress):
-        if number == 1:
-            line = line.lstrip("\ufeff")
         if not line.strip():
             continue
         try:

@@ -95,7 +95,8 @@ def _split_rrf(line: str, path: Path, number: int, fmt: str,
 
 def load_umls(meta_dir: Union[str, Path], *, languages: Optional[Iterable[str]] = ("ENG",),
               sources: Optional[Iterable[str]] = None, include_suppressed: bool = False,
-              name: str = "UMLS", progress: bool = True) -> KnowledgeBase:
+              name: str = "UMLS", progress: bool = True,
+              encoding: Optional[str] = None) -> KnowledgeBase:
     """Load concepts (CUIs) from a UMLS release's META directory, streamed.
 
     Atoms (MRCONSO rows) are kept when their language is in `languages`, their
@@ -135,7 +136,7 @@ def load_umls(meta_dir: Union[str, Path], *, languages: Optional[Iterable[str]] 
     # canonical-name candidate as (tier, name).
     names: Dict[str, Dict[str, None]] = {}
     canonical: Dict[str, Tuple[int, str]] = {}
-    for number, line in tqdm(iter_lines(mrconso), desc=f"UMLS {mrconso.name}", unit=" lines",
+    for number, line in tqdm(iter_lines(mrconso, encoding), desc=f"UMLS {mrconso.name}", unit=" lines",
                              disable=not progress):
         if not line:
             continue
@@ -169,7 +170,7 @@ def load_umls(meta_dir: Union[str, Path], *, languages: Optional[Iterable[str]] 
     # MRSTY: semantic types (TUIs) of the kept CUIs, file order, deduplicated.
     types: Dict[str, Dict[str, None]] = {}
     if mrsty is not None:
-        for number, line in tqdm(iter_lines(mrsty), desc=f"UMLS {mrsty.name}", unit=" lines",
+        for number, line in tqdm(iter_lines(mrsty, encoding), desc=f"UMLS {mrsty.name}", unit=" lines",
                                  disable=not progress):
             if not line:
                 continue
@@ -183,7 +184,7 @@ def load_umls(meta_dir: Union[str, Path], *, languages: Optional[Iterable[str]] 
     # MRDEF: the first kept definition per kept CUI.
     definitions: Dict[str, str] = {}
     if mrdef is not None:
-        for number, line in tqdm(iter_lines(mrdef), desc=f"UMLS {mrdef.name}", unit=" lines",
+        for number, line in tqdm(iter_lines(mrdef, encoding), desc=f"UMLS {mrdef.name}", unit=" lines",
                                  disable=not progress):
             if not line:
                 continue

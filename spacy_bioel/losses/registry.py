@@ -3,19 +3,23 @@ from __future__ import annotations
 
 from spacy.util import registry
 
+from ..validation import as_bool, as_float
+
 
 @registry.misc("spacy-bioel.InfoNCELoss.v1")
 def create_info_nce_loss(temperature: float = 0.05, in_batch: bool = True):
     """kNN-BioEL eq. 3 (see `spacy_bioel.losses.info_nce`)."""
     from .info_nce import InfoNCELoss
-    return InfoNCELoss(temperature=temperature, in_batch=in_batch)
+    return InfoNCELoss(temperature=as_float("loss.temperature", temperature, 0, exclusive_minimum=True),
+                       in_batch=as_bool("loss.in_batch", in_batch))
 
 
 @registry.misc("spacy-bioel.ProxyLoss.v1")
 def create_proxy_loss(alpha: float = 32.0, margin: float = 0.0, in_batch: bool = True):
     """Wiatrak et al. eq. 3 (see `spacy_bioel.losses.proxy`)."""
     from .proxy import ProxyLoss
-    return ProxyLoss(alpha=alpha, margin=margin, in_batch=in_batch)
+    return ProxyLoss(alpha=as_float("loss.alpha", alpha, 0, exclusive_minimum=True),
+                     margin=as_float("loss.margin", margin), in_batch=as_bool("loss.in_batch", in_batch))
 
 
 @registry.misc("spacy-bioel.TripletLoss.v1")
@@ -23,7 +27,9 @@ def create_triplet_loss(margin: float = 0.2, downsample: bool = False, in_batch:
     """The triplet loss for entity linking, optionally down-sampled per document
     (see `spacy_bioel.losses.triplet`)."""
     from .triplet import TripletLoss
-    return TripletLoss(margin=margin, downsample=downsample, in_batch=in_batch)
+    return TripletLoss(margin=as_float("loss.margin", margin, 0),
+                       downsample=as_bool("loss.downsample", downsample),
+                       in_batch=as_bool("loss.in_batch", in_batch))
 
 
 @registry.misc("spacy-bioel.PrototypeTripletLoss.v1")
@@ -33,5 +39,9 @@ def create_prototype_triplet_loss(margin: float = 0.2, soft_radius: bool = True,
     """The prototype-based triplet loss with soft-radius neighbour clustering
     (see `spacy_bioel.losses.triplet`)."""
     from .triplet import PrototypeTripletLoss
-    return PrototypeTripletLoss(margin=margin, soft_radius=soft_radius, radius=radius,
-                                epsilon=epsilon, radius_lr=radius_lr, in_batch=in_batch)
+    return PrototypeTripletLoss(margin=as_float("loss.margin", margin, 0),
+                                soft_radius=as_bool("loss.soft_radius", soft_radius),
+                                radius=as_float("loss.radius", radius, 0),
+                                epsilon=as_float("loss.epsilon", epsilon, 0),
+                                radius_lr=as_float("loss.radius_lr", radius_lr, 0),
+                                in_batch=as_bool("loss.in_batch", in_batch))

@@ -28,6 +28,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..errors import BioELError, Errors
+from ..validation import as_float
 from .threshold import calibrate_nil_threshold
 
 # Fitted once for the untrained embedded MiniLM on BC5CDR-NIL dev (`spacy project run
@@ -68,20 +70,31 @@ class ThresholdNIL:
 
     def __init__(self, threshold: Optional[float], calibration: Optional[Sequence[float]] = None,
                  nil_score_from: str = "similarity") -> None:
-        self.threshold = None if threshold is None else float(threshold)
-        self.calibration = None if calibration is None else tuple(float(v) for v in calibration)
+        self.threshold: Optional[float] = None
+        self.calibration: Optional[Tuple[float, float]] = None
         self.nil_score_from = nil_score_from
+        self.set_params(threshold=threshold, calibration=calibration)
 
     def get_params(self) -> Dict[str, Any]:
         return {"threshold": self.threshold,
                 "calibration": list(self.calibration) if self.calibration else None}
 
     def set_params(self, **params: Any) -> None:
+        """threshold: None (NIL only without candidates) or a number >= 0 (above 1 or
+        inf: never NIL by score); calibration: [a, b], two finite numbers (E175 otherwise)."""
         if "threshold" in params:
             value = params["threshold"]
-            self.threshold = None if value is None or math.isinf(value) else float(value)
-        if params.get("calibration") is not None:
-            self.calibration = tuple(float(v) for v in params["calibration"])
+            if value is None or (isinstance(value, float) and math.isinf(value)):
+                self.threshold = None
+            else:
+                self.threshold = as_float("nil.threshold", value, 0)
+        value = params.get("calibration")
+        if value is not None:
+            if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+                raise BioELError(Errors.E175.format(name="nil.calibration", value=repr(value)[:80],
+                                                    expected="a list [a, b] of two numbers"))
+            self.calibration = (as_float("nil.calibration[0]", value[0]),
+                                as_float("nil.calibration[1]", value[1]))
 
     def probability(self, support: float) -> Optional[float]:
         """RETURNS (Optional[float]): P(the top candidate is right), None uncalibrated."""

@@ -15,9 +15,10 @@ start of a word.
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 _PAREN = re.compile(r"\(([^()]{1,12})\)")
+_MAX_WORD = 64
 
 
 def _is_short_form(candidate: str) -> bool:
@@ -52,6 +53,13 @@ def best_long_form(short_form: str, preceding: str) -> Optional[str]:
     return long_form
 
 
+def _preceding_words(text: str, end: int, n: int) -> List[str]:
+    """The last `n` whitespace-separated words of text[:end], reading back at
+    most n * _MAX_WORD characters, so each definition costs O(window) and the
+    whole text O(length) (a longer word is cut to its last _MAX_WORD characters)."""
+    return text[max(0, end - n * _MAX_WORD):end].split()[-n:]
+
+
 def find_abbreviations(text: str) -> Dict[str, str]:
     """Short form -> long form for every definition "long form (SF)" in `text`
     (the first definition of a short form wins)."""
@@ -60,9 +68,8 @@ def find_abbreviations(text: str) -> Dict[str, str]:
         short_form = match.group(1).strip()
         if not _is_short_form(short_form) or short_form in out:
             continue
-        words = text[:match.start()].rstrip().split()
         window = min(len(short_form) + 5, 2 * len(short_form))
-        preceding = " ".join(words[-window:])
+        preceding = " ".join(_preceding_words(text, match.start(), window))
         long_form = best_long_form(short_form, preceding)
         if long_form:
             out[short_form] = long_form

@@ -6,6 +6,7 @@ from typing import Callable, Optional
 from spacy.language import Language
 from thinc.api import Config, Model
 
+from ..encoders.threads import install_fork_handler
 from ..nil.stages import DEFAULT_THRESHOLD
 from .linker import BioELLinker
 
@@ -37,6 +38,7 @@ DEFAULT_CONFIG = {
     "top_k": 64,
     "context_window": 0,
     "abbreviations": True,
+    "nil_without_alnum": True,
     "encode_batch_size": 256,
     "kb_ents_attr": "kb_ents",
     "is_nil_attr": "is_nil",
@@ -54,7 +56,8 @@ DEFAULT_CONFIG = {
                                          "nel_micro_r": None})
 def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, index,
                       candidates, type_filter, ranker, nil, negatives, fgsm, top_k: int,
-                      context_window: int, abbreviations: bool, encode_batch_size: int,
+                      context_window: int, abbreviations: bool, nil_without_alnum: bool,
+                      encode_batch_size: int,
                       kb_ents_attr: str, is_nil_attr: str, nil_score_attr: str,
                       similarity_attr: str, probability_attr: str,
                       scorer: Optional[Callable]) -> BioELLinker:
@@ -74,12 +77,18 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
     top_k: candidates written to `Span._.<kb_ents_attr>`.
     context_window: tokens of context each side of a mention (0: the span alone).
     abbreviations: also score a defined short form through its long form.
+    nil_without_alnum: a mention with no letter or digit (punctuation, symbols,
+        whitespace, NUL, zero-width characters) is NIL without being encoded;
+        counted in `linker.counts['nil_without_alnum']`.
+    encode_batch_size: texts per encoder forward pass at prediction and refresh.
     *_attr: the Span extensions written (several linkers can share a pipeline).
     """
+    install_fork_handler()  # n_process workers: no inherited thread pool (encoders.threads)
     return BioELLinker(nlp.vocab, model, name, loss=loss, index=index, candidates=candidates,
                        ranker=ranker, nil=nil, negatives=negatives, fgsm=fgsm,
                        type_filter=type_filter, top_k=top_k, context_window=context_window,
-                       abbreviations=abbreviations, encode_batch_size=encode_batch_size,
+                       abbreviations=abbreviations, nil_without_alnum=nil_without_alnum,
+                       encode_batch_size=encode_batch_size,
                        attrs={"kb_ents_attr": kb_ents_attr, "is_nil_attr": is_nil_attr,
                               "nil_score_attr": nil_score_attr,
                               "similarity_attr": similarity_attr,

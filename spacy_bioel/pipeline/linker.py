@@ -13,6 +13,7 @@ before_to_disk callback and by `refresh()`; `predict` and `to_disk` never encode
 
 import logging
 import time
+from collections import Counter
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -33,7 +34,7 @@ from ..kb.knowledge_base import NIL, KnowledgeBase
 from ..nil.stages import ThresholdNIL
 from ..training.step import MentionBatch, train_step
 from . import serialize
-from .mentions import gold_mentions, mention_alternatives
+from .mentions import gold_mentions, has_alnum, mention_alternatives
 
 logger = logging.getLogger(__name__)
 Retrieved = List[Dict[str, Any]]  # per mention alternative: candidates, neighbours, label
@@ -54,14 +55,18 @@ class BioELLinker(TrainablePipe):
     def __init__(self, vocab: Vocab, model: Model, name: str = "bioel_linker", *,
                  loss: Callable, index: NameIndex, candidates, ranker: KNNRanker,
                  nil: ThresholdNIL, negatives, fgsm=None, type_filter=None, top_k: int = 64,
-                 context_window: int = 0, abbreviations: bool = True, encode_batch_size: int = 256,
-                 attrs: Optional[Dict[str, str]] = None, scorer: Optional[Callable] = None) -> None:
+                 context_window: int = 0, abbreviations: bool = True, nil_without_alnum: bool = True,
+                 encode_batch_size: int = 256, attrs: Optional[Dict[str, str]] = None,
+                 scorer: Optional[Callable] = None) -> None:
         self.vocab, self.model, self.name, self.loss, self.scorer = vocab, model, name, loss, scorer
         self.index, self.candidates, self.ranker, self.nil = index, candidates, ranker, nil
         self.negatives, self.fgsm, self.type_filter = negatives, fgsm, type_filter
-        self.cfg: Dict[str, Any] = {"top_k": top_k, "context_window": context_window,
-                                    "abbreviations": abbreviations,
-                                    "encode_batch_size": encode_batch_size, **(attrs or {})}
+        self.cfg: Dict[str, Any] = {**(attrs or {})}
+        for key, value in (("top_k", top_k), ("context_window", context_window),
+                           ("abbreviations", abbreviations), ("nil_without_alnum", nil_without_alnum),
+                           ("encode_batch_size", encode_batch_size)):
+            serialize.set_option(self, key, value)
+        self.counts: Counter = Counter()  # mentions decided without the encoder, by reason
         serialize.install_extensions(self.cfg)
         self.kb: Optional[KnowledgeBase] = None
         self.datastore: Optional[DatastoreKNN] = None
@@ -76,8 +81,10 @@ class BioELLinker(TrainablePipe):
     def set_kb(self, kb: KnowledgeBase) -> None:
         """Use `kb`: its names are indexed by the next `refresh`, and the
         candidate generator and type filter are built for it."""
-        self.kb = kb
         names = NameTable(kb)
+        if not names.concept_ids:
+            raise BioELError(Errors.E105)
+        self.kb = kb
         self._concept_index = {cid: i for i, cid in enumerate(names.concept_ids)}
         self.index.set_names(names)
         for stage in ("candidates", "type_filter"):
@@ -206,9 +213,13 @@ class BioELLinker(TrainablePipe):
         RETURNS (List[Retrieved]): per entity (docs in order), its alternatives.
         """
         docs = list(docs)
-        spans = [(i, ent) for i, doc in enumerate(docs) for ent in doc.ents]
+        every = [(i, ent) for i, doc in enumerate(docs) for ent in doc.ents]
+        out: List[Retrieved] = [[] for _ in every]  # no alternative: NIL (see decide)
+        keep = [k for k, (_, ent) in enumerate(every)
+                if not self.cfg["nil_without_alnum"] or has_alnum(ent.text)]
+        spans = [every[k] for k in keep]
         if not spans:
-            return []
+            return out
         if not self.index.ready:
             raise BioELError(Errors.E168)
         if self.index.stale or self.datastore_stale:
@@ -222,13 +233,14 @@ class BioELLinker(TrainablePipe):
         knn_k = knn_k or (self.ranker.knn_k if self.ranker.use_knn else 0)  # kNN off: no search
         use_knn = self.datastore is not None and len(self.datastore) and knn_k
         neighbours = self.datastore.search(queries, knn_k) if use_knn else [[] for _ in texts]
-        ids, out = self.index.names.concept_ids, [[] for _ in spans]
+        ids = self.index.names.concept_ids
         for j, (rows, near) in enumerate(zip(found, neighbours)):
             mask = masks[j] if masks is not None else None
             allowed = [(cid, s) for cid, s in near if cid in self._concept_index and
                        (mask is None or mask[self._concept_index[cid]])]
-            out[owner[j]].append({"candidates": [(ids[c], score, sim) for c, score, sim in rows],
-                                  "neighbours": allowed})
+            out[keep[owner[j]]].append({"candidates": [(ids[c], score, sim)
+                                                       for c, score, sim in rows],
+                                        "neighbours": allowed})
         return out
 
     def decide(self, retrieved: List[Retrieved]) -> List[Dict[str, Any]]:
@@ -236,6 +248,11 @@ class BioELLinker(TrainablePipe):
         its abbreviation), then apply the NIL stage. RETURNS: per entity, a dict."""
         results = []
         for alternatives in retrieved:
+            if not alternatives:  # a mention with no letter or digit (nil_without_alnum)
+                results.append({"candidates": [], "nil_score": 1.0, "is_nil": True,
+                                "probability": 0.0, "support": -1.0, "similarity": None,
+                                "reason": "nil_without_alnum"})
+                continue
             rankings = [self.ranker.rank(a["candidates"], a["neighbours"], self.cfg["top_k"])
                         for a in alternatives]
             best = rankings[0]
@@ -261,6 +278,8 @@ class BioELLinker(TrainablePipe):
             if len(ents) != len(doc_predictions):
                 raise BioELError(Errors.E162.format(n_ents=len(ents), n_pred=len(doc_predictions)))
             for ent, result in zip(ents, doc_predictions):
+                if "reason" in result:
+                    self.counts[result["reason"]] += 1
                 ent.kb_id_ = NIL if result["is_nil"] else result["candidates"][0][0]
                 for attr, key in (("kb_ents_attr", "candidates"), ("is_nil_attr", "is_nil"),
                                   ("nil_score_attr", "nil_score"), ("similarity_attr", "similarity"),

@@ -7,7 +7,9 @@ from typing import Optional, Union
 from spacy.language import Language
 
 from ..errors import BioELError, Errors
+from ..kb.knowledge_base import KnowledgeBase
 from .linker import BioELLinker
+from .serialize import REBUILD_PARTS
 from .upgrade import flat_keys
 
 
@@ -34,6 +36,24 @@ def load_pipeline(path: Union[str, Path]) -> Language:
     return spacy.load(path)
 
 
+def repair_pipeline(path: Union[str, Path], kb: Optional[KnowledgeBase] = None) -> Language:
+    """Load a saved pipeline without its derived parts (the name index and the
+    kNN datastore; and the KB when `kb` replaces it), then re-encode them from
+    the weights, the KB and the training mentions (E176 names this remedy)."""
+    parts = {"index", "datastore"} | ({"kb"} if kb is not None else set())
+    token = REBUILD_PARTS.set(frozenset(parts))
+    try:
+        nlp = load_pipeline(path)
+    finally:
+        REBUILD_PARTS.reset(token)
+    for _, pipe in nlp.pipeline:
+        if isinstance(pipe, BioELLinker):
+            if kb is not None:
+                pipe.set_kb(kb)
+            pipe.refresh(force=True)
+    return nlp
+
+
 def load_with_config(path: Union[str, Path], config) -> Language:
     """A saved pipeline's files (vocab, components) under another config, e.g. an
     upgraded one or one with a stage swapped."""
@@ -43,4 +63,4 @@ def load_with_config(path: Union[str, Path], config) -> Language:
     return nlp.from_disk(path, exclude=["config.cfg"])
 
 
-__all__ = ["find_linker", "load_pipeline", "load_with_config"]
+__all__ = ["find_linker", "load_pipeline", "load_with_config", "repair_pipeline"]

@@ -13,6 +13,11 @@ from .abbreviations import find_abbreviations
 SpanKey = Tuple[int, int, int]  # (doc index, start char, end char)
 
 
+def has_alnum(text: str) -> bool:
+    """True when `text` has a letter or digit (in any script)."""
+    return any(char.isalnum() for char in text)
+
+
 def mention_input(ent: Span, context_window: int) -> str:
     """The text the mention tower reads: the span, or with `context_window` > 0
     that many tokens each side and [M] ... [/M] markers."""
@@ -73,4 +78,4 @@ def mention_alternatives(docs: List[Doc], spans: List[Tuple[int, Span]], context
     return texts, labels, owner
 
 
-__all__ = ["mention_input", "gold_mentions", "long_forms", "mention_alternatives"]
+__all__ = ["has_alnum", "mention_input", "gold_mentions", "long_forms", "mention_alternatives"]

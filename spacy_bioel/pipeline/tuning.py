@@ -19,6 +19,7 @@ from spacy.tokens import Doc
 from ..datastore.knn import grid_accuracy
 from ..kb.ids import split_gold_ids
 from .linker import BioELLinker
+from .mentions import has_alnum
 
 logger = logging.getLogger(__name__)
 DEFAULT_GRID = {"k": [1, 4, 8, 16, 32], "lambda": [0.0, 0.1, 0.2, 0.3, 0.5, 0.7],
@@ -64,6 +65,9 @@ def tune_linker(linker: BioELLinker, docs: Sequence[Doc], grid: Optional[Dict[st
     spans = [ent for doc in docs for ent in doc.ents]
     gold = [set(split_gold_ids(ent.kb_id_)) for ent in spans]
     linkable = [i for i, ids in enumerate(gold) if ids]
+    encoded = [i for i, ent in enumerate(spans)  # the others are NIL whatever the settings
+               if not linker.cfg["nil_without_alnum"] or has_alnum(ent.text)]
+    linkable = sorted(set(linkable) & set(encoded))
     weights = list(sparse_weights or []) if hasattr(linker.candidates, "sparse_weight") else []
     trials = []
     for weight in weights or [None]:
@@ -81,10 +85,12 @@ def tune_linker(linker: BioELLinker, docs: Sequence[Doc], grid: Optional[Dict[st
     linker.ranker.set_params(use_knn=best["lambda"] > 0, knn_k=best["k"],
                              knn_lambda=best["lambda"], beta1=best["beta1"], beta2=best["beta2"])
     decisions = linker.decide(trial["retrieved"])
-    correct = [bool(d["candidates"]) and d["candidates"][0][0] in ids
-               for d, ids in zip(decisions, gold)]
-    nil = linker.nil.fit([d["support"] for d in decisions], correct, [not ids for ids in gold])
-    return {"n": len(linkable), "n_mentions": len(spans), "best": best, "grid": trial["grid"],
+    correct = [bool(decisions[i]["candidates"]) and decisions[i]["candidates"][0][0] in gold[i]
+               for i in encoded]
+    nil = linker.nil.fit([decisions[i]["support"] for i in encoded], correct,
+                         [not gold[i] for i in encoded])
+    return {"n": len(linkable), "n_mentions": len(spans),
+            "n_without_alnum": len(spans) - len(encoded), "best": best, "grid": trial["grid"],
             "sparse_weights": [{"sparse_weight": t["sparse_weight"], "acc@1": t["best"]["acc@1"]}
                                for t in trials if t["sparse_weight"] is not None],
             "nil": nil, "stages": {"ranker": linker.ranker.get_params(),

@@ -183,7 +183,11 @@ def test_serialisation_errors(trained, tmp_path):
     (tmp_path / "corrupt" / "bioel_linker" / "index").write_bytes(b"\x93garbage")
     with pytest.raises(BioELError) as err:
         spacy.load(tmp_path / "corrupt")
-    assert err.value.code == "E154"
+    assert err.value.code == "E176"  # the manifest's checksum
+    (tmp_path / "corrupt" / "bioel_linker" / "manifest.json").unlink()  # as saved before manifests
+    with pytest.raises(BioELError) as err:
+        spacy.load(tmp_path / "corrupt")
+    assert err.value.code == "E154"  # the index itself does not parse
 
 
 def test_staleness_and_epoch_refresh(tiny_bert_dir):
@@ -318,6 +322,7 @@ def test_pipelines_saved_before_stages(trained, tmp_path):
     nlp, _, _ = trained
     nlp.to_disk(tmp_path / "old")
     component = tmp_path / "old" / "bioel_linker"
+    (component / "manifest.json").unlink()  # pipelines of that format had none
     saved = srsly.read_json(component / "cfg")
     srsly.write_json(component / "cfg", {
         "n_hard_negatives": 2, "top_k": 5, "use_knn": False, "knn_k": 1, "knn_lambda": 0.3,

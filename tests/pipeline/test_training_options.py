@@ -108,7 +108,7 @@ def test_random_negatives_vary_and_cover_the_kb(tiny_bert_dir):
 def test_bad_sampling_option_errors(tiny_bert_dir):
     with pytest.raises(BioELError) as err:
         build(tiny_bert_dir, negatives=sampler("mixed", hard_fraction=1.5))
-    assert err.value.code == "E165"
+    assert err.value.code == "E175"  # hard_fraction outside [0, 1]
 
 
 def encode_chunks(linker, chunks, inverse):

@@ -1,0 +1,179 @@
+"""Damaged saved pipelines: every damaged file is a coded error that names it
+(the manifest's checksums), never a silently different prediction; weights load
+without running pickle code; repair-pipeline re-creates the derived parts."""
+import shutil
+
+import numpy as np
+import pytest
+import spacy
+
+from spacy_bioel import Concept, KnowledgeBase
+from spacy_bioel.errors import BioELError
+from spacy_bioel.pipeline.serialize import MANIFEST, write_manifest
+
+TEXTS = [("colon cancer and heart attack", [(0, 12), (17, 29)]), ("asthma", [(0, 6)])]
+
+
+def docs(nlp):
+    out = []
+    for text, spans in TEXTS:
+        doc = nlp.make_doc(text)
+        doc.ents = [doc.char_span(s, e, label="Disease") for s, e in spans]
+        out.append(doc)
+    return out
+
+
+def links(nlp):
+    return [[(e.kb_id_, e._.kb_ents) for e in doc.ents] for doc in nlp.pipe(docs(nlp))]
+
+
+@pytest.fixture(scope="module")
+def saved(tiny_bert_dir, tmp_path_factory):
+    from spacy.training import Example
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bioel_linker", config={
+        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
+                  "pooling": "mean", "max_length": 16}})
+    kb = KnowledgeBase(name="toy")
+    for cid, name in [("D1", "colorectal carcinoma"), ("D2", "myocardial infarction"),
+                      ("D3", "asthma")]:
+        kb.add(Concept(cid, name))
+    nlp.get_pipe("bioel_linker").set_kb(kb)
+    gold = docs(nlp)
+    for doc, ids in zip(gold, [["D1", "D2"], ["D3"]]):
+        for ent, cid in zip(doc.ents, ids):
+            ent.kb_id_ = cid
+    nlp.initialize(lambda: [Example(d, d) for d in gold])
+    path = tmp_path_factory.mktemp("saved") / "pipeline"
+    nlp.to_disk(path)
+    return path, links(nlp)
+
+
+def copy(saved, tmp_path):
+    target = tmp_path / "pipeline"
+    shutil.copytree(saved[0], target)
+    return target, target / "bioel_linker"
+
+
+def test_manifest_lists_every_file(saved):
+    import srsly
+
+    component = saved[0] / "bioel_linker"
+    files = srsly.read_json(component / MANIFEST)["files"]
+    on_disk = {p.relative_to(component).as_posix() for p in component.rglob("*")
+               if p.is_file() and p.name != MANIFEST}
+    assert set(files) == on_disk and {"cfg", "kb", "index", "datastore", "model"} <= on_disk
+    assert links(spacy.load(saved[0])) == saved[1]
+
+
+def _encoder_files(saved):
+    return sorted(p.relative_to(saved[0] / "bioel_linker").as_posix()
+                  for p in (saved[0] / "bioel_linker" / "encoder").iterdir())
+
+
+@pytest.mark.parametrize("part", ["cfg", "kb", "index", "datastore", "train_mentions", "model",
+                                  "encoder/tokenizer.json", "encoder/config.json"])
+def test_a_flipped_byte_in_any_file_is_a_coded_error_naming_it(saved, tmp_path, part):
+    _, component = copy(saved, tmp_path)
+    target = component / part
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    target.write_bytes(bytes(data))
+    with pytest.raises(BioELError) as err:
+        spacy.load(tmp_path / "pipeline")
+    assert err.value.code == "E176" and str(target) in str(err.value)
+
+
+@pytest.mark.parametrize("part", ["encoder/tokenizer.json", "datastore", "kb"])
+def test_a_missing_file_is_a_coded_error_naming_it(saved, tmp_path, part):
+    _, component = copy(saved, tmp_path)
+    (component / part).unlink()
+    with pytest.raises(BioELError) as err:
+        spacy.load(tmp_path / "pipeline")
+    assert err.value.code == "E156" and part.split("/")[-1] in str(err.value)
+
+
+def test_missing_tokenizer_files_are_refused_even_without_a_manifest(saved, tmp_path):
+    _, component = copy(saved, tmp_path)
+    (component / MANIFEST).unlink()  # a pipeline saved before manifests
+    for name in ("tokenizer.json", "vocab.txt"):
+        if (component / "encoder" / name).exists():
+            (component / "encoder" / name).unlink()
+    with pytest.raises(BioELError) as err:
+        spacy.load(tmp_path / "pipeline")
+    assert err.value.code in ("E176", "E156") and "encoder" in str(err.value)
+
+
+def test_an_index_of_another_dimension_is_named(saved, tmp_path):
+    from spacy_bioel.index.dense import DenseCandidateStore
+
+    _, component = copy(saved, tmp_path)
+    store = DenseCandidateStore(["D1", "D2", "D3"], 8, backend="torch")
+    store.add(np.eye(3, 8, dtype=np.float32), np.arange(3))
+    (component / "index").write_bytes(store.to_bytes())
+    write_manifest(component)  # as if copied together with a matching manifest
+    with pytest.raises(BioELError) as err:
+        spacy.load(tmp_path / "pipeline")
+    assert err.value.code == "E176" and "dimension 8" in str(err.value)
+
+
+def test_weights_never_run_pickle_code(saved, tmp_path):
+    import io
+    import pickle
+
+    import srsly
+    import torch
+
+    _, component = copy(saved, tmp_path)
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    msg = srsly.msgpack_loads((component / "model").read_bytes())
+    buffer = io.BytesIO()
+    torch.save({"weights": Evil()}, buffer, pickle_module=pickle)
+
+    poisoned = []
+
+    def poison(value):
+        if isinstance(value, dict):
+            return {k: poison(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [poison(v) for v in value]
+        if isinstance(value, bytes) and len(value) > 1000:  # the shim's msgpack with torch bytes
+            inner = srsly.msgpack_loads(value)
+            inner["state"] = buffer.getvalue()
+            poisoned.append(True)
+            return srsly.msgpack_dumps(inner)
+        return value
+
+    (component / "model").write_bytes(srsly.msgpack_dumps(poison(msg)))
+    assert poisoned  # the weights now hold a pickle that would create `marker`
+    write_manifest(component)
+    with pytest.raises(BioELError) as err:
+        spacy.load(tmp_path / "pipeline")
+    assert err.value.code == "E176" and "model" in str(err.value)
+    assert not marker.exists()
+
+
+def test_repair_pipeline_recreates_a_damaged_index(saved, tmp_path):
+    from typer.testing import CliRunner
+
+    from spacy_bioel.cli import app
+
+    _, component = copy(saved, tmp_path)
+    (component / "index").write_bytes(b"garbage")
+    (component / "datastore").unlink()
+    out = tmp_path / "repaired"
+    result = CliRunner().invoke(app, ["repair-pipeline", str(tmp_path / "pipeline"), str(out)])
+    assert result.exit_code == 0, result.output
+    repaired = links(spacy.load(out))
+    assert [[cid for cid, _ in doc] for doc in repaired] == [[cid for cid, _ in doc]
+                                                             for doc in saved[1]]
+    for got, want in zip(repaired, saved[1]):
+        for (_, a), (_, b) in zip(got, want):
+            assert [c for c, _ in a] == [c for c, _ in b]
+            assert np.allclose([p for _, p in a], [p for _, p in b], atol=1e-5)
