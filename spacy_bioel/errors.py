@@ -194,8 +194,8 @@ class Errors(metaclass=ErrorsWithCodes):
     E174 = ("{path} is a pipeline saved before linking stages (its config has the flat "
             "setting(s) {keys}). Convert it with `python -m spacy_bioel upgrade-pipeline "
             "{path} NEW_DIR`, which maps them onto the stage blocks and re-saves it.")
-    E175 = ("Invalid setting {name} = {value}: expected {expected}. Fix the value in the "
-            "config block (or in --set / the override) and run again.")
+    E175 = ("Invalid setting {name} = {value}: expected {expected}. Fix the value (in the "
+            "config, the command-line option or --set) and run again.")
     E176 = ("{path} is damaged ({problem}). {remedy}")
     E177 = ("The candidate store needs faiss (index_type '{index_type}'), which is not "
             "installed: pip install faiss-cpu (or faiss-gpu), or use index_type 'flat', "

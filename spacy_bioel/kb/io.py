@@ -78,9 +78,8 @@ def iter_lines(path: Union[str, Path], encoding: Optional[str] = None,
     line = 0
     try:
         with open_binary(path) as stream:
-            head = stream.peek(4)[:4] if hasattr(stream, "peek") else b""
-            bom_encoding, bom_length = detect_bom(head)
-            stream.read(bom_length)
+            bom_encoding, bom_length = detect_bom(stream.read(4))
+            stream.seek(bom_length)  # files and gzip streams both seek (gzip by re-reading)
             declared = encoding
             encoding = bom_encoding or encoding or "utf-8"
             codecs.lookup(encoding)

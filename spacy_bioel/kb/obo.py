@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from tqdm import tqdm
 
-from ..errors import BioELError, Errors, KBFormatError
+from ..errors import Errors, KBFormatError
 from .concept import Concept
 from .io import read_text
 from .knowledge_base import KnowledgeBase

@@ -144,19 +144,24 @@ def to_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> None:
 # How to re-create each saved part, for E176.
 RESAVE = ("Re-save the pipeline from its training output (model-last or model-best) "
           "with nlp.to_disk, or retrain.")
-REBUILD = ("It is derived data: `python -m spacy_bioel repair-pipeline {dir} NEW_DIR` "
+REBUILD = ("It is derived data: `python -m spacy_bioel repair-pipeline {pipeline} NEW_DIR` "
            "re-encodes it from the weights, the KB and the training mentions.")
 REMEDIES = {
     "cfg": RESAVE, "model": RESAVE, "train_mentions": RESAVE, MANIFEST: RESAVE,
     "kb": ("Rebuild the KB from its source (`python -m spacy_bioel kb build`), then "
-           "`python -m spacy_bioel repair-pipeline {dir} NEW_DIR --kb KB` (it re-encodes the index)."),
+           "`python -m spacy_bioel repair-pipeline {pipeline} NEW_DIR --kb KB` (it re-encodes "
+           "the index)."),
     "index": REBUILD, "datastore": REBUILD,
     "encoder": ("Copy the tokenizer files and config.json of the encoder the pipeline was "
-                "trained from (paths.encoder) into {dir}/encoder, or " + RESAVE[0].lower() + RESAVE[1:])}
+                "trained from (paths.encoder) into {component}/encoder, or re-save the "
+                "pipeline from its training output, or retrain.")}
 
 
 def _damaged(path: Path, part: str, problem: str) -> BioELError:
-    remedy = REMEDIES.get(part, RESAVE).format(dir=path.parent if part != MANIFEST else path.parent)
+    """E176 for `path`, a file of the component directory's `part` (its first path
+    component: 'encoder' for encoder/tokenizer.json), with that part's remedy."""
+    component = path.parent.parent if path.parent.name == part else path.parent
+    remedy = REMEDIES.get(part, RESAVE).format(component=component, pipeline=component.parent)
     return BioELError(Errors.E176.format(path=path, problem=problem, remedy=remedy))
 
 

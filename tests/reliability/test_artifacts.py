@@ -83,6 +83,10 @@ def test_a_flipped_byte_in_any_file_is_a_coded_error_naming_it(saved, tmp_path, 
     with pytest.raises(BioELError) as err:
         spacy.load(tmp_path / "pipeline")
     assert err.value.code == "E176" and str(target) in str(err.value)
+    if part in ("index", "datastore"):  # derived: the remedy names the pipeline to repair
+        assert f"repair-pipeline {tmp_path / 'pipeline'} NEW_DIR" in str(err.value)
+    if part.startswith("encoder/"):
+        assert f"{tmp_path / 'pipeline' / 'bioel_linker'}/encoder" in str(err.value)
 
 
 @pytest.mark.parametrize("part", ["encoder/tokenizer.json", "datastore", "kb"])
