@@ -1,5 +1,7 @@
 """Settings are checked where they enter (E175): the config, set_option / --set,
 ablation overrides; empty and name-less KBs are refused at initialize."""
+from pathlib import Path
+
 import pytest
 import spacy
 
@@ -93,8 +95,9 @@ def test_ablation_overrides_must_be_settings_of_the_config(tmp_path):
     def spec(overrides):
         path = tmp_path / "spec.yml"
         import srsly
+        config = Path(__file__).resolve().parents[2] / "configs" / "linker_cpu.cfg"
         srsly.write_yaml(path, {"seeds": [0], "variants": {"v": {
-            "config": "configs/linker_cpu.cfg", "overrides": overrides}}})
+            "config": str(config), "overrides": overrides}}})
         return path
 
     assert load_spec(spec({"training.max_epochs": 2}))
