@@ -95,9 +95,11 @@ def nil_split(
     output_dir: Path = typer.Argument(..., help="Where to write the NIL splits and kb.bioelkb"),
     fraction: float = typer.Option(0.1, "--fraction", help="Share of the corpus' concepts held out"),
     seed: int = typer.Option(0, "--seed"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Make NIL test sets: hold out a seeded share of the concepts, drop them from
     the KB, and relabel their mentions NIL (in every split given)."""
+    setup_logging(verbose)
     from spacy.tokens import DocBin
 
     from ..corpora.nil_split import make_nil_splits

@@ -61,6 +61,7 @@ def kb_merge(
     output: Path = typer.Argument(..., help="The merged KB file"),
     name: str = typer.Option("", "--name", help="Label of the merged KB"),
     label_untyped: bool = typer.Option(True, "--label-untyped/--keep-untyped", help="Give concepts without types their source KB's name as type"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Merge KBs (e.g. DOID + HP) into one, keeping each concept's types (OBO
     namespace, UMLS TUI, ...) so a semantic-type filter can restrict candidates."""
@@ -68,7 +69,7 @@ def kb_merge(
 
     from ..kb.knowledge_base import KnowledgeBase
 
-    setup_logging()
+    setup_logging(verbose)
     kb = KnowledgeBase.merge([KnowledgeBase.from_disk(p) for p in inputs], name=name,
                              label_untyped=label_untyped)
     kb.to_disk(output)
@@ -77,8 +78,12 @@ def kb_merge(
 
 
 @kb_app.command("stats")
-def kb_stats(path: Path = typer.Argument(..., help="A KB file written by `kb build`")) -> None:
+def kb_stats(
+    path: Path = typer.Argument(..., help="A KB file written by `kb build`"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
     """Print a KB's counts."""
+    setup_logging(verbose)
     from ..kb.knowledge_base import KnowledgeBase
 
     kb = KnowledgeBase.from_disk(path)

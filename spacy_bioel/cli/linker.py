@@ -49,6 +49,7 @@ def tune(
     write: bool = typer.Option(True, "--write/--no-write", help="Save the tuned pipeline (nlp.to_disk)"),
     save_to: Optional[Path] = typer.Option(None, "--save-to", help="Where to save (default: in place)"),
     name: Optional[str] = typer.Option(None, "--component", help="Linker name (default: the first)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Tune on dev, scoring exactly as the linker predicts: k, lambda, beta1, beta2
     (kNN-BioEL eqs. 4-6) and a hybrid generator's sparse weight for dev Acc@1,
@@ -57,7 +58,7 @@ def tune(
     from ..pipeline.loading import find_linker
     from ..pipeline.tuning import tune_linker
 
-    setup_logging()
+    setup_logging(verbose)
     nlp = load_pipeline(pipeline)
     linker = find_linker(nlp, name)
     grid = {"k": [int(v) for v in split_csv(ks)], "lambda": [float(v) for v in split_csv(lambdas)],
@@ -85,8 +86,10 @@ def rebuild_datastore(
     data: List[Path] = typer.Argument(..., help="DocBins whose gold mentions become the datastore"),
     output: Optional[Path] = typer.Option(None, "--output", help="Where to save (default: in place)"),
     name: Optional[str] = typer.Option(None, "--component"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Re-encode a trained pipeline's kNN datastore from any DocBin(s)."""
+    setup_logging(verbose)
     from ..pipeline.loading import find_linker
 
     nlp = load_pipeline(pipeline)
@@ -99,6 +102,7 @@ def rebuild_datastore(
 def upgrade_pipeline(
     pipeline: Path = typer.Argument(..., help="A pipeline saved before linking stages"),
     output: Path = typer.Argument(..., help="Where to save the upgraded pipeline"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Map the flat bioel_linker settings of an old config.cfg onto the stage
     blocks (index, candidates, ranker, nil, negatives, fgsm), load the saved
@@ -108,7 +112,7 @@ def upgrade_pipeline(
     from ..pipeline.loading import load_with_config
     from ..pipeline.upgrade import upgrade_config
 
-    setup_logging()
+    setup_logging(verbose)
     config = upgrade_config(load_config(pipeline / "config.cfg", interpolate=False))
     load_with_config(pipeline, config).to_disk(output)
     typer.echo(f"Upgraded {pipeline} -> {output}")
@@ -141,6 +145,7 @@ def set_stage(
     function: str = typer.Argument(..., help="A registered name, e.g. spacy-bioel.HybridCandidates.v1, or null"),
     params: List[str] = typer.Option([], "--param", help="KEY=VALUE argument of the function (JSON values), repeatable"),
     name: Optional[str] = typer.Option(None, "--component"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Swap one stage of a trained linker (its encoder, index and datastore are
     kept, nothing is re-encoded): e.g. hybrid candidates, or a type filter
@@ -154,7 +159,7 @@ def set_stage(
     if stage not in ("candidates", "type_filter", "ranker", "nil"):
         raise BioELError(Errors.E172.format(key=stage, options=["candidates", "type_filter",
                                                                 "ranker", "nil"]))
-    setup_logging()
+    setup_logging(verbose)
     config = load_config(pipeline / "config.cfg", interpolate=False)
     linker_name = name or next((n for n, block in config["components"].items()
                                 if block.get("factory") == "bioel_linker"), None)
@@ -174,9 +179,11 @@ def set_stage(
 def upgrade_config_command(
     config_path: Path = typer.Argument(..., help="A training config with the pre-stage flat bioel_linker settings"),
     output: Path = typer.Argument(..., help="Where to write the upgraded config"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Rewrite the flat bioel_linker settings of a config (n_hard_negatives, use_knn,
     nil_threshold, ...) as stage blocks with the same behaviour."""
+    setup_logging(verbose)
     from spacy.util import load_config
 
     from ..pipeline.upgrade import flat_keys, upgrade_config

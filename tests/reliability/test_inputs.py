@@ -115,3 +115,14 @@ def test_a_damaged_docbin_is_a_coded_error(tmp_path, content):
     path.write_bytes(content)
     with pytest.raises(BioELError, match=r"E059.*test.spacy"):
         read_docs([path])
+
+
+def test_every_command_has_verbose():
+    import inspect
+
+    from spacy_bioel.cli._app import app, kb_app
+
+    commands = app.registered_commands + kb_app.registered_commands
+    assert len(commands) > 15
+    missing = [c.name for c in commands if "verbose" not in inspect.signature(c.callback).parameters]
+    assert missing == []
