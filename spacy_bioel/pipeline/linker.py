@@ -38,6 +38,10 @@ from .mentions import gold_mentions, has_alnum, mention_alternatives
 
 logger = logging.getLogger(__name__)
 Retrieved = List[Dict[str, Any]]  # per mention alternative: candidates, neighbours, label
+# A long form replaces its abbreviation unless it has less support by more than this: supports
+# that tie (both exact KB names) differ by float noise that depends on the batch, and the
+# author's own expansion is the more specific of the two.
+SUPPORT_TIE = 1e-5
 
 
 class BioELLinker(TrainablePipe):
@@ -245,7 +249,8 @@ class BioELLinker(TrainablePipe):
 
     def decide(self, retrieved: List[Retrieved]) -> List[Dict[str, Any]]:
         """Rank each alternative, keep the better-supported one (a long form over
-        its abbreviation), then apply the NIL stage. RETURNS: per entity, a dict."""
+        its abbreviation, which it also wins a tie within SUPPORT_TIE against), then
+        apply the NIL stage. RETURNS: per entity, a dict."""
         results = []
         for alternatives in retrieved:
             if not alternatives:  # a mention with no letter or digit (nil_without_alnum)
@@ -257,7 +262,7 @@ class BioELLinker(TrainablePipe):
                         for a in alternatives]
             best = rankings[0]
             for ranking in rankings[1:]:
-                best = ranking if ranking.support > best.support else best
+                best = ranking if ranking.support >= best.support - SUPPORT_TIE else best
             nil, nil_score, probability = self.nil.decide(best.support, bool(best.candidates))
             results.append({"candidates": best.candidates, "nil_score": nil_score, "is_nil": nil,
                             "probability": probability, "support": best.support,
