@@ -39,6 +39,7 @@ DEFAULT_CONFIG = {
     "context_window": 0,
     "abbreviations": True,
     "nil_without_alnum": True,
+    "exact_shortcut": False,
     "encode_batch_size": 256,
     "kb_ents_attr": "kb_ents",
     "is_nil_attr": "is_nil",
@@ -57,7 +58,7 @@ DEFAULT_CONFIG = {
 def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, index,
                       candidates, type_filter, ranker, nil, negatives, fgsm, top_k: int,
                       context_window: int, abbreviations: bool, nil_without_alnum: bool,
-                      encode_batch_size: int,
+                      exact_shortcut: bool, encode_batch_size: int,
                       kb_ents_attr: str, is_nil_attr: str, nil_score_attr: str,
                       similarity_attr: str, probability_attr: str,
                       scorer: Optional[Callable]) -> BioELLinker:
@@ -80,6 +81,9 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
     nil_without_alnum: a mention with no letter or digit (punctuation, symbols,
         whitespace, NUL, zero-width characters) is NIL without being encoded;
         counted in `linker.counts['nil_without_alnum']`.
+    exact_shortcut: a mention whose normalised text is a KB name of exactly one
+        concept links to it without the encoder (nor the kNN datastore); counted in
+        `linker.counts['exact_shortcut']`.
     encode_batch_size: texts per encoder forward pass at prediction and refresh.
     *_attr: the Span extensions written (several linkers can share a pipeline).
     """
@@ -88,7 +92,7 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
                        ranker=ranker, nil=nil, negatives=negatives, fgsm=fgsm,
                        type_filter=type_filter, top_k=top_k, context_window=context_window,
                        abbreviations=abbreviations, nil_without_alnum=nil_without_alnum,
-                       encode_batch_size=encode_batch_size,
+                       exact_shortcut=exact_shortcut, encode_batch_size=encode_batch_size,
                        attrs={"kb_ents_attr": kb_ents_attr, "is_nil_attr": is_nil_attr,
                               "nil_score_attr": nil_score_attr,
                               "similarity_attr": similarity_attr,

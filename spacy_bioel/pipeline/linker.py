@@ -31,10 +31,11 @@ from ..errors import BioELError, Errors, Warnings, warn
 from ..index.name_index import NameIndex
 from ..index.names import NameTable
 from ..kb.knowledge_base import NIL, KnowledgeBase
+from ..kb.normalize import normalize_text
 from ..nil.stages import ThresholdNIL
 from ..training.step import MentionBatch, train_step
 from . import serialize
-from .mentions import gold_mentions, has_alnum, mention_alternatives
+from .mentions import gold_mentions, has_alnum, long_forms, mention_alternatives
 
 logger = logging.getLogger(__name__)
 Retrieved = List[Dict[str, Any]]  # per mention alternative: candidates, neighbours, label
@@ -60,7 +61,7 @@ class BioELLinker(TrainablePipe):
                  loss: Callable, index: NameIndex, candidates, ranker: KNNRanker,
                  nil: ThresholdNIL, negatives, fgsm=None, type_filter=None, top_k: int = 64,
                  context_window: int = 0, abbreviations: bool = True, nil_without_alnum: bool = True,
-                 encode_batch_size: int = 256, attrs: Optional[Dict[str, str]] = None,
+                 exact_shortcut: bool = False, encode_batch_size: int = 256, attrs: Optional[Dict[str, str]] = None,
                  scorer: Optional[Callable] = None) -> None:
         self.vocab, self.model, self.name, self.loss, self.scorer = vocab, model, name, loss, scorer
         self.index, self.candidates, self.ranker, self.nil = index, candidates, ranker, nil
@@ -68,7 +69,7 @@ class BioELLinker(TrainablePipe):
         self.cfg: Dict[str, Any] = {**(attrs or {})}
         for key, value in (("top_k", top_k), ("context_window", context_window),
                            ("abbreviations", abbreviations), ("nil_without_alnum", nil_without_alnum),
-                           ("encode_batch_size", encode_batch_size)):
+                           ("exact_shortcut", exact_shortcut), ("encode_batch_size", encode_batch_size)):
             serialize.set_option(self, key, value)
         self.counts: Counter = Counter()  # mentions decided without the encoder, by reason
         serialize.install_extensions(self.cfg)
@@ -79,6 +80,7 @@ class BioELLinker(TrainablePipe):
         self.epoch_seconds: List[float] = []
         self._rng = np.random.default_rng()
         self._concept_index: Dict[str, int] = {}
+        self._exact: Optional[Dict[str, List[int]]] = None  # built on first use of the shortcut
         self._seen_in_epoch, self._steps, self._eval_frequency, self._epoch_start = 0, 0, 0, 0.0
 
     # ------------------------------------------------------------------ setup
@@ -89,6 +91,7 @@ class BioELLinker(TrainablePipe):
         if not names.concept_ids:
             raise BioELError(Errors.E105)
         self.kb = kb
+        self._exact = None
         self._concept_index = {cid: i for i, cid in enumerate(names.concept_ids)}
         self.index.set_names(names)
         for stage in ("candidates", "type_filter"):
@@ -221,6 +224,11 @@ class BioELLinker(TrainablePipe):
         out: List[Retrieved] = [[] for _ in every]  # no alternative: NIL (see decide)
         keep = [k for k, (_, ent) in enumerate(every)
                 if not self.cfg["nil_without_alnum"] or has_alnum(ent.text)]
+        if self.cfg["exact_shortcut"] and self.kb is not None:
+            # a defined abbreviation is read through its long form: no shortcut for it
+            defined = long_forms(docs) if self.cfg["abbreviations"] else {}
+            keep = [k for k in keep if (every[k][0], every[k][1].start_char, every[k][1].end_char)
+                    in defined or not self._shortcut(every[k][1], out[k])]
         spans = [every[k] for k in keep]
         if not spans:
             return out
@@ -247,6 +255,24 @@ class BioELLinker(TrainablePipe):
                                         "neighbours": allowed})
         return out
 
+    def _shortcut(self, ent: Span, alternatives: Retrieved) -> bool:
+        """The exact-match shortcut: when the mention's normalised text is a name of
+        exactly one concept (that the type filter allows), that concept is its only
+        candidate, with no encoder and no datastore. RETURNS: whether it applied."""
+        if self._exact is None:
+            self._exact = {}
+            for owner, name in zip(self.index.names.owners, self.index.names.names):
+                concepts = self._exact.setdefault(normalize_text(name), [])
+                if int(owner) not in concepts:
+                    concepts.append(int(owner))
+        concepts = self._exact.get(normalize_text(ent.text), [])
+        mask = self.type_filter.masks([ent.label_])[0] if self.type_filter is not None else None
+        if len(concepts) != 1 or (mask is not None and not mask[concepts[0]]):
+            return False
+        cid = self.index.names.concept_ids[concepts[0]]
+        alternatives.append({"candidates": [(cid, 1.0, 1.0)], "neighbours": [], "shortcut": True})
+        return True
+
     def decide(self, retrieved: List[Retrieved]) -> List[Dict[str, Any]]:
         """Rank each alternative, keep the better-supported one (a long form over
         its abbreviation, which it also wins a tie within SUPPORT_TIE against), then
@@ -267,6 +293,8 @@ class BioELLinker(TrainablePipe):
             results.append({"candidates": best.candidates, "nil_score": nil_score, "is_nil": nil,
                             "probability": probability, "support": best.support,
                             "similarity": best.similarity})
+            if alternatives[0].get("shortcut"):
+                results[-1]["reason"] = "exact_shortcut"
         return results
 
     def predict(self, docs: Iterable[Doc]) -> List[List[Dict[str, Any]]]:

@@ -46,6 +46,7 @@ SETTINGS: Dict[str, Callable[[Any], Any]] = {
     "context_window": lambda v: as_int("context_window", v, 0),
     "abbreviations": lambda v: as_bool("abbreviations", v),
     "nil_without_alnum": lambda v: as_bool("nil_without_alnum", v),
+    "exact_shortcut": lambda v: as_bool("exact_shortcut", v),
     "encode_batch_size": lambda v: as_int("encode_batch_size", v, 1)}
 
 
