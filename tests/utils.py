@@ -58,3 +58,9 @@ def flatten_linker_block(config, **settings):
         block.pop(stage, None)
     block.update({**OLD_FLAT_SETTINGS, **settings})
     return config
+
+
+def tiny_linker_config(tiny_bert_dir, **extra) -> dict:
+    """A bioel_linker config on the tests' tiny random BERT (mean pooling, 16 tokens)."""
+    return {"model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
+                      "pooling": "mean", "max_length": 16}, **extra}

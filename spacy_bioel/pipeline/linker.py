@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 import numpy as np
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
-from spacy.tokens import Doc, Span
+from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
@@ -30,38 +30,31 @@ from ..encoders.thinc_biencoder import concept_tower_trained, embed_texts
 from ..errors import BioELError, Errors, Warnings, warn
 from ..index.name_index import NameIndex
 from ..index.names import NameTable
-from ..kb.knowledge_base import NIL, KnowledgeBase
-from ..kb.normalize import normalize_text
+from ..kb.knowledge_base import KnowledgeBase
 from ..nil.stages import ThresholdNIL
 from ..training.step import MentionBatch, train_step
 from . import serialize
-from .mentions import gold_mentions, has_alnum, long_forms, mention_alternatives
+from .decisions import Retrieved, decide_entity
+from .extensions import install_extensions, write_entity
+from .mentions import gold_mentions, long_forms, mention_alternatives
+from .shortcuts import Shortcuts
 
 logger = logging.getLogger(__name__)
-Retrieved = List[Dict[str, Any]]  # per mention alternative: candidates, neighbours, label
-# A long form replaces its abbreviation unless it has less support by more than this: supports
-# that tie (both exact KB names) differ by float noise that depends on the batch, and the
-# author's own expansion is the more specific of the two.
-SUPPORT_TIE = 1e-5
 
 
 class BioELLinker(TrainablePipe):
-    """Link every `doc.ents` entry to a KB concept, or flag it NIL.
-
-    Writes `ent.kb_id_` (a concept id or 'NIL'), `ent._.<kb_ents_attr>` =
-    [(concept_id, p), ...] best first (scispaCy's format; p is the ranker's
-    probability, eq. 6 or eq. 4, in [0, 1] and shared among close candidates),
-    `ent._.<similarity_attr>` (the cosine between the mention and the linked
-    concept's best name, in [0, 1]), `ent._.<probability_attr>` (the calibrated
-    probability that the link is right), `ent._.<is_nil_attr>` and
-    `ent._.<nil_score_attr>` (in [0, 1]).
-    """
+    """Link every `doc.ents` entry to a KB concept, or flag it NIL. Writes
+    `ent.kb_id_` (a concept id or 'NIL') and the extensions the cfg names
+    (`extensions.write_entity`): [(concept_id, p), ...] best first (scispaCy's
+    format; p the ranker's probability, eq. 6 or 4), the cosine to the linked
+    concept's best name, the calibrated probability, the NIL flag and score."""
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "bioel_linker", *,
                  loss: Callable, index: NameIndex, candidates, ranker: KNNRanker,
                  nil: ThresholdNIL, negatives, fgsm=None, type_filter=None, top_k: int = 64,
-                 context_window: int = 0, abbreviations: bool = True, nil_without_alnum: bool = True,
-                 exact_shortcut: bool = False, encode_batch_size: int = 256, attrs: Optional[Dict[str, str]] = None,
+                 context_window: int = 0, abbreviations: bool = True,
+                 nil_without_alnum: bool = True, exact_shortcut: bool = False,
+                 encode_batch_size: int = 256, attrs: Optional[Dict[str, str]] = None,
                  scorer: Optional[Callable] = None) -> None:
         self.vocab, self.model, self.name, self.loss, self.scorer = vocab, model, name, loss, scorer
         self.index, self.candidates, self.ranker, self.nil = index, candidates, ranker, nil
@@ -72,7 +65,7 @@ class BioELLinker(TrainablePipe):
                            ("exact_shortcut", exact_shortcut), ("encode_batch_size", encode_batch_size)):
             serialize.set_option(self, key, value)
         self.counts: Counter = Counter()  # mentions decided without the encoder, by reason
-        serialize.install_extensions(self.cfg)
+        install_extensions(self.cfg)
         self.kb: Optional[KnowledgeBase] = None
         self.datastore: Optional[DatastoreKNN] = None
         self.train_mentions: List[Tuple[str, str]] = []  # (mention input, gold concept id)
@@ -80,7 +73,7 @@ class BioELLinker(TrainablePipe):
         self.epoch_seconds: List[float] = []
         self._rng = np.random.default_rng()
         self._concept_index: Dict[str, int] = {}
-        self._exact: Optional[Dict[str, List[int]]] = None  # built on first use of the shortcut
+        self._shortcuts = Shortcuts()
         self._seen_in_epoch, self._steps, self._eval_frequency, self._epoch_start = 0, 0, 0, 0.0
 
     # ------------------------------------------------------------------ setup
@@ -91,7 +84,7 @@ class BioELLinker(TrainablePipe):
         if not names.concept_ids:
             raise BioELError(Errors.E105)
         self.kb = kb
-        self._exact = None
+        self._shortcuts.reset()
         self._concept_index = {cid: i for i, cid in enumerate(names.concept_ids)}
         self.index.set_names(names)
         for stage in ("candidates", "type_filter"):
@@ -221,14 +214,9 @@ class BioELLinker(TrainablePipe):
         """
         docs = list(docs)
         every = [(i, ent) for i, doc in enumerate(docs) for ent in doc.ents]
-        out: List[Retrieved] = [[] for _ in every]  # no alternative: NIL (see decide)
-        keep = [k for k, (_, ent) in enumerate(every)
-                if not self.cfg["nil_without_alnum"] or has_alnum(ent.text)]
-        if self.cfg["exact_shortcut"] and self.kb is not None:
-            # a defined abbreviation is read through its long form: no shortcut for it
-            defined = long_forms(docs) if self.cfg["abbreviations"] else {}
-            keep = [k for k in keep if (every[k][0], every[k][1].start_char, every[k][1].end_char)
-                    in defined or not self._shortcut(every[k][1], out[k])]
+        forms = long_forms(docs) if self.cfg["abbreviations"] else {}
+        keep, out = self._shortcuts.split(every, forms, self.cfg, self.kb, self.index,
+                                          self.type_filter)
         spans = [every[k] for k in keep]
         if not spans:
             return out
@@ -236,8 +224,7 @@ class BioELLinker(TrainablePipe):
             raise BioELError(Errors.E168)
         if self.index.stale or self.datastore_stale:
             warn(Warnings.W006.format(name=self.name))
-        texts, labels, owner = mention_alternatives(docs, spans, self.cfg["context_window"],
-                                                    self.cfg["abbreviations"])
+        texts, labels, owner = mention_alternatives(spans, self.cfg["context_window"], forms)
         queries = self.embed(texts, "mention")
         masks = self.type_filter.masks(labels) if self.type_filter is not None else None
         k = min(self.cfg["top_k"], len(self.index.names.concept_ids))
@@ -255,47 +242,12 @@ class BioELLinker(TrainablePipe):
                                         "neighbours": allowed})
         return out
 
-    def _shortcut(self, ent: Span, alternatives: Retrieved) -> bool:
-        """The exact-match shortcut: when the mention's normalised text is a name of
-        exactly one concept (that the type filter allows), that concept is its only
-        candidate, with no encoder and no datastore. RETURNS: whether it applied."""
-        if self._exact is None:
-            self._exact = {}
-            for owner, name in zip(self.index.names.owners, self.index.names.names):
-                concepts = self._exact.setdefault(normalize_text(name), [])
-                if int(owner) not in concepts:
-                    concepts.append(int(owner))
-        concepts = self._exact.get(normalize_text(ent.text), [])
-        mask = self.type_filter.masks([ent.label_])[0] if self.type_filter is not None else None
-        if len(concepts) != 1 or (mask is not None and not mask[concepts[0]]):
-            return False
-        cid = self.index.names.concept_ids[concepts[0]]
-        alternatives.append({"candidates": [(cid, 1.0, 1.0)], "neighbours": [], "shortcut": True})
-        return True
-
     def decide(self, retrieved: List[Retrieved]) -> List[Dict[str, Any]]:
         """Rank each alternative, keep the better-supported one (a long form over
-        its abbreviation, which it also wins a tie within SUPPORT_TIE against), then
-        apply the NIL stage. RETURNS: per entity, a dict."""
-        results = []
-        for alternatives in retrieved:
-            if not alternatives:  # a mention with no letter or digit (nil_without_alnum)
-                results.append({"candidates": [], "nil_score": 1.0, "is_nil": True,
-                                "probability": 0.0, "support": -1.0, "similarity": None,
-                                "reason": "nil_without_alnum"})
-                continue
-            rankings = [self.ranker.rank(a["candidates"], a["neighbours"], self.cfg["top_k"])
-                        for a in alternatives]
-            best = rankings[0]
-            for ranking in rankings[1:]:
-                best = ranking if ranking.support >= best.support - SUPPORT_TIE else best
-            nil, nil_score, probability = self.nil.decide(best.support, bool(best.candidates))
-            results.append({"candidates": best.candidates, "nil_score": nil_score, "is_nil": nil,
-                            "probability": probability, "support": best.support,
-                            "similarity": best.similarity})
-            if alternatives[0].get("shortcut"):
-                results[-1]["reason"] = "exact_shortcut"
-        return results
+        its abbreviation, ties included: `prefers_later`), then apply the NIL
+        stage. RETURNS: per entity, a dict."""
+        return [decide_entity(alternatives, self.ranker, self.nil, self.cfg["top_k"])
+                for alternatives in retrieved]
 
     def predict(self, docs: Iterable[Doc]) -> List[List[Dict[str, Any]]]:
         """RETURNS (List[List[Dict[str, Any]]]): per doc, per ent, the decision."""
@@ -305,7 +257,6 @@ class BioELLinker(TrainablePipe):
 
     def set_annotations(self, docs: Iterable[Doc], predictions: List[List[Dict[str, Any]]]) -> None:
         """Write kb_id_, the scored candidates, similarity, probability and NIL flags."""
-        cfg = self.cfg
         for doc, doc_predictions in zip(docs, predictions):
             ents = list(doc.ents)
             if len(ents) != len(doc_predictions):
@@ -313,11 +264,7 @@ class BioELLinker(TrainablePipe):
             for ent, result in zip(ents, doc_predictions):
                 if "reason" in result:
                     self.counts[result["reason"]] += 1
-                ent.kb_id_ = NIL if result["is_nil"] else result["candidates"][0][0]
-                for attr, key in (("kb_ents_attr", "candidates"), ("is_nil_attr", "is_nil"),
-                                  ("nil_score_attr", "nil_score"), ("similarity_attr", "similarity"),
-                                  ("probability_attr", "probability")):
-                    ent._.set(cfg[attr], result[key])
+                write_entity(ent, result, self.cfg)
             doc.ents = ents
 
     def canonical_name(self, concept_id: str) -> Optional[str]:
@@ -326,9 +273,8 @@ class BioELLinker(TrainablePipe):
         return concept.canonical_name if concept is not None else None
 
     def set_option(self, key: str, value: Any) -> None:
-        """Set a stage parameter ('ranker.knn_k', 'nil.threshold', 'candidates.sparse_weight';
-        the pre-stage names use_knn, knn_k, knn_lambda, knn_beta1, knn_beta2, nil_threshold)
-        or a prediction setting (top_k, abbreviations, context_window). E172 otherwise."""
+        """Set a stage parameter ('ranker.knn_k', 'nil.threshold', ...) or a prediction
+        setting (top_k, ...), checked (E172 unknown key, E175 bad value; see serialize)."""
         serialize.set_option(self, key, value)
 
     # ------------------------------------------------------------- serialise

@@ -60,21 +60,20 @@ def long_forms(docs: List[Doc]) -> Dict[SpanKey, str]:
     return out
 
 
-def mention_alternatives(docs: List[Doc], spans: List[Tuple[int, Span]], context_window: int,
-                         abbreviations: bool) -> Tuple[List[str], List[str], List[int]]:
+def mention_alternatives(spans: List[Tuple[int, Span]], context_window: int,
+                         forms: Dict[SpanKey, str]) -> Tuple[List[str], List[str], List[int]]:
     """The texts to embed for `spans` ((doc index, entity) pairs): each entity's
-    mention input, then the long form of each entity that is an abbreviation
-    defined in its document. RETURNS: (texts, entity labels, entity index of each text)."""
+    mention input, then the long form (`forms`, see `long_forms`) of each entity
+    that is an abbreviation defined in its document.
+    RETURNS: (texts, entity labels, entity index of each text)."""
     texts = [mention_input(ent, context_window) for _, ent in spans]
     labels = [ent.label_ for _, ent in spans]
     owner = list(range(len(spans)))
-    if abbreviations:
-        forms = long_forms(docs)
-        for k, (i, ent) in enumerate(spans):
-            if (i, ent.start_char, ent.end_char) in forms:
-                texts.append(forms[(i, ent.start_char, ent.end_char)])
-                labels.append(ent.label_)
-                owner.append(k)
+    for k, (i, ent) in enumerate(spans):
+        if (i, ent.start_char, ent.end_char) in forms:
+            texts.append(forms[(i, ent.start_char, ent.end_char)])
+            labels.append(ent.label_)
+            owner.append(k)
     return texts, labels, owner
 
 

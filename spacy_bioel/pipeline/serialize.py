@@ -1,4 +1,5 @@
-"""Serialisation and small helpers of the `bioel_linker` component.
+"""Serialisation and settings of the `bioel_linker` component (integrity checks:
+`integrity`; the Span extensions: `extensions`).
 
 The component saves, with spaCy's `util.to_disk` / `to_bytes` (so `exclude`
 works for each key): `cfg` (settings, the tuned stage parameters and a format
@@ -15,24 +16,22 @@ import logging
 import tempfile
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable
 
 import srsly
 from spacy import util
-from spacy.tokens import Span
 
 from ..datastore.knn import DatastoreKNN
 from ..errors import BioELError, Errors, Warnings, warn
 from ..kb.knowledge_base import KnowledgeBase
 from ..validation import as_bool, as_int
+from .integrity import MANIFEST, damaged, verify_manifest, write_manifest
 
 if TYPE_CHECKING:
     from .linker import BioELLinker
 
 logger = logging.getLogger(__name__)
 FORMAT_VERSION = 2
-MANIFEST = "manifest.json"
-ATTRS = ("kb_ents_attr", "is_nil_attr", "nil_score_attr", "similarity_attr", "probability_attr")
 STAGES = ("ranker", "nil", "candidates")
 # pre-stage cfg keys (v1 pipelines, `evaluate --set`) -> stage parameters
 LEGACY_OPTIONS = {"use_knn": "ranker.use_knn", "knn_k": "ranker.knn_k",
@@ -48,37 +47,6 @@ SETTINGS: Dict[str, Callable[[Any], Any]] = {
     "nil_without_alnum": lambda v: as_bool("nil_without_alnum", v),
     "exact_shortcut": lambda v: as_bool("exact_shortcut", v),
     "encode_batch_size": lambda v: as_int("encode_batch_size", v, 1)}
-
-
-def install_extensions(cfg: Dict[str, Any]) -> None:
-    """Span extensions named by the cfg, installed once each, default None. The
-    candidate list reads back as [(id, score), ...] tuples also after a Doc went
-    through msgpack (`nlp.pipe(n_process=2)`, DocBin), which turns tuples into lists."""
-    for attr in ATTRS:
-        name = cfg.get(attr)
-        if not name or Span.has_extension(name):
-            continue
-        if attr == "kb_ents_attr":
-            Span.set_extension(name, getter=_pairs_getter(name), setter=_pairs_setter(name))
-        else:
-            Span.set_extension(name, default=None)
-
-
-def _key(name: str, span: Span) -> tuple:
-    return ("._.", name, span.start_char, span.end_char)
-
-
-def _pairs_getter(name: str) -> Callable[[Span], Optional[list]]:
-    def get(span: Span) -> Optional[list]:
-        value = span.doc.user_data.get(_key(name, span))
-        return None if value is None else [tuple(pair) for pair in value]
-    return get
-
-
-def _pairs_setter(name: str) -> Callable[[Span, Optional[list]], None]:
-    def set_(span: Span, value: Optional[list]) -> None:
-        span.doc.user_data[_key(name, span)] = value
-    return set_
 
 
 def name_cache_key(linker: "BioELLinker") -> str:
@@ -142,71 +110,7 @@ def to_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> None:
     write_manifest(path)
 
 
-# How to re-create each saved part, for E176.
-RESAVE = ("Re-save the pipeline from its training output (model-last or model-best) "
-          "with nlp.to_disk, or retrain.")
-REBUILD = ("It is derived data: `python -m spacy_bioel repair-pipeline {pipeline} NEW_DIR` "
-           "re-encodes it from the weights, the KB and the training mentions.")
-REMEDIES = {
-    "cfg": RESAVE, "model": RESAVE, "train_mentions": RESAVE, MANIFEST: RESAVE,
-    "kb": ("Rebuild the KB from its source (`python -m spacy_bioel kb build`), then "
-           "`python -m spacy_bioel repair-pipeline {pipeline} NEW_DIR --kb KB` (it re-encodes "
-           "the index)."),
-    "index": REBUILD, "datastore": REBUILD,
-    "encoder": ("Copy the tokenizer files and config.json of the encoder the pipeline was "
-                "trained from (paths.encoder) into {component}/encoder, or re-save the "
-                "pipeline from its training output, or retrain.")}
-
-
-def _damaged(path: Path, part: str, problem: str) -> BioELError:
-    """E176 for `path`, a file of the component directory's `part` (its first path
-    component: 'encoder' for encoder/tokenizer.json), with that part's remedy."""
-    component = path.parent.parent if path.parent.name == part else path.parent
-    remedy = REMEDIES.get(part, RESAVE).format(component=component, pipeline=component.parent)
-    return BioELError(Errors.E176.format(path=path, problem=problem, remedy=remedy))
-
-
-def write_manifest(path: Path) -> None:
-    """`manifest.json`: size and SHA-256 of every file the component saved."""
-    files = {p.relative_to(path).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
-             for p in sorted(path.rglob("*")) if p.is_file() and p.name != MANIFEST}
-    srsly.write_json(path / MANIFEST, {"version": 1, "files": files})
-
-
-def verify_manifest(path: Path, skip: Iterable[str] = ()) -> None:
-    """Check every file listed in `manifest.json` (E156 missing, E176 changed);
-    a directory saved before manifests is not checked (logged)."""
-    if not (path / MANIFEST).exists():
-        logger.info("%s has no %s (saved by an older version): files not verified", path, MANIFEST)
-        return
-    try:
-        files = srsly.read_json(path / MANIFEST)["files"]
-        entries = [(name, int(entry["size"]), str(entry["sha256"])) for name, entry in files.items()]
-    except (ValueError, KeyError, TypeError, AttributeError) as err:
-        raise _damaged(path / MANIFEST, MANIFEST, f"unreadable: {type(err).__name__}: {err}")
-    skip = set(skip)
-    for name, size, digest in entries:
-        part = name.split("/")[0]
-        if part in skip:
-            continue
-        target = path / name
-        if not target.is_file():
-            raise BioELError(Errors.E156.format(path=target))
-        if target.stat().st_size != size:
-            raise _damaged(target, part, f"{target.stat().st_size} bytes, the manifest says {size}")
-        if _sha256(target) != digest:
-            raise _damaged(target, part, "its SHA-256 differs from the manifest's")
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-# parts `repair-pipeline` re-creates instead of loading (see pipeline.repair)
+# parts `repair-pipeline` re-creates instead of loading (see pipeline.loading)
 REBUILD_PARTS: ContextVar[frozenset] = ContextVar("bioel_rebuild_parts", default=frozenset())
 
 
@@ -220,9 +124,9 @@ def from_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> "BioELLink
         saved = srsly.read_json(path / "cfg")
         version = saved.get("version", 1)
     except (ValueError, AttributeError) as err:
-        raise _damaged(path / "cfg", "cfg", f"not a JSON object: {err}")
+        raise damaged(path / "cfg", "cfg", f"not a JSON object: {err}")
     if not isinstance(version, int):
-        raise _damaged(path / "cfg", "cfg", f"version {version!r}")
+        raise damaged(path / "cfg", "cfg", f"version {version!r}")
     if version > FORMAT_VERSION:
         raise BioELError(Errors.E173.format(path=path, found=version, expected=FORMAT_VERSION))
     if version == 1:  # flat cfg of the pipelines saved before stages
@@ -253,14 +157,14 @@ def from_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> "BioELLink
     if "index" in parts:
         linker.index.from_bytes((path / "index").read_bytes(), path=str(path / "index"))
         if dim is not None and linker.index.store.dim != dim:
-            raise _damaged(path / "index", "index", f"vectors of dimension "
+            raise damaged(path / "index", "index", f"vectors of dimension "
                            f"{linker.index.store.dim} for a model of dimension {dim}: it comes "
                            "from another pipeline")
     if "datastore" in parts:
         linker.datastore = _read(path / "datastore", "datastore",
                                  lambda p: DatastoreKNN.from_bytes(p.read_bytes()))
         if dim is not None and linker.datastore.dim != dim:
-            raise _damaged(path / "datastore", "datastore", f"keys of dimension "
+            raise damaged(path / "datastore", "datastore", f"keys of dimension "
                            f"{linker.datastore.dim} for a model of dimension {dim}")
         linker.datastore_stale = False
     if "train_mentions" in parts:
@@ -275,7 +179,7 @@ def _read(path: Path, part: str, reader: Callable[[Path], Any]) -> Any:
     except BioELError:
         raise
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, EOFError) as err:
-        raise _damaged(path, part, f"{type(err).__name__}: {str(err)[:200]}")
+        raise damaged(path, part, f"{type(err).__name__}: {str(err)[:200]}")
 
 
 def _read_mentions(path: Path) -> list:
@@ -296,7 +200,7 @@ def _load_model(linker: "BioELLinker", path: Path, saved: Dict[str, Any]) -> Non
     try:
         build_from_saved(linker.model, path / "encoder")
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise _damaged(path / "encoder", "encoder", f"{type(err).__name__}: {str(err)[:200]}")
+        raise damaged(path / "encoder", "encoder", f"{type(err).__name__}: {str(err)[:200]}")
     _check_tokenizer(linker, path / "encoder")
     try:
         linker.model.from_disk(path / "model")
@@ -304,10 +208,10 @@ def _load_model(linker: "BioELLinker", path: Path, saved: Dict[str, Any]) -> Non
         if "size mismatch" in str(err) or "key(s) in state_dict" in str(err):
             raise BioELError(Errors.E157.format(path=path, key="weights", saved=type(err).__name__,
                                                 config=str(err)[:200]))
-        raise _damaged(path / "model", "model", f"{type(err).__name__}: {str(err)[:200]}")
+        raise damaged(path / "model", "model", f"{type(err).__name__}: {str(err)[:200]}")
     except (ValueError, KeyError, TypeError, EOFError, IndexError, AttributeError,
             pickle.UnpicklingError) as err:
-        raise _damaged(path / "model", "model", f"{type(err).__name__}: {str(err)[:200]}")
+        raise damaged(path / "model", "model", f"{type(err).__name__}: {str(err)[:200]}")
     if saved.get("dim") is not None and linker.model.get_dim("nO") != saved["dim"]:
         raise BioELError(Errors.E157.format(path=path, key="dim", saved=saved["dim"],
                                             config=linker.model.get_dim("nO")))
@@ -326,7 +230,7 @@ def _check_tokenizer(linker: "BioELLinker", encoder_dir: Path) -> None:
         return
     size = len(tokenizer)
     if size < vocab_size // 2:
-        raise _damaged(encoder_dir, "encoder", f"the tokenizer has {size} tokens for a model "
+        raise damaged(encoder_dir, "encoder", f"the tokenizer has {size} tokens for a model "
                        f"with {vocab_size}: its vocabulary files are missing or damaged")
 
 
@@ -363,5 +267,6 @@ def _unpack(files: Dict[str, bytes], folder: Path) -> None:
         target.write_bytes(content)
 
 
-__all__ = ["install_extensions", "to_disk", "from_disk", "to_bytes", "from_bytes",
-           "name_cache_key", "set_option", "LEGACY_OPTIONS", "FORMAT_VERSION"]
+__all__ = ["to_disk", "from_disk", "to_bytes",
+           "from_bytes", "name_cache_key", "set_option", "LEGACY_OPTIONS", "FORMAT_VERSION",
+           "MANIFEST", "write_manifest", "REBUILD_PARTS"]

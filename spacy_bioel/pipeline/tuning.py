@@ -18,7 +18,8 @@ from spacy.tokens import Doc
 
 from ..datastore.knn import grid_accuracy
 from ..kb.ids import split_gold_ids
-from .linker import SUPPORT_TIE, BioELLinker
+from .linker import BioELLinker
+from .decisions import prefers_later
 from .mentions import has_alnum
 
 logger = logging.getLogger(__name__)
@@ -27,15 +28,14 @@ DEFAULT_GRID = {"k": [1, 4, 8, 16, 32], "lambda": [0.0, 0.1, 0.2, 0.3, 0.5, 0.7]
 
 
 def _chosen(alternatives: List[Dict[str, Any]], use_knn: bool) -> Dict[str, Any]:
-    """The alternative `decide` keeps: the first, unless a later one has at least
-    its support, ties within SUPPORT_TIE included (support: the best candidate
-    cosine, and the nearest neighbour with kNN)."""
+    """The alternative `decide` keeps (`prefers_later`; support: the best
+    candidate cosine, and the nearest neighbour with kNN)."""
     def support(alt: Dict[str, Any]) -> float:
         near = alt["neighbours"][:1] if use_knn else []
         return max([sim for _, _, sim in alt["candidates"]] + [s for _, s in near], default=-1.0)
     best = alternatives[0]
     for alt in alternatives[1:]:
-        best = alt if support(alt) >= support(best) - SUPPORT_TIE else best
+        best = alt if prefers_later(support(alt), support(best)) else best
     return best
 
 

@@ -7,14 +7,13 @@ from spacy.tokens import Span
 
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.errors import BioELError
+from tests.utils import tiny_linker_config
 
 
 @pytest.fixture(scope="module")
 def nlp(tiny_bert_dir):
     nlp = spacy.blank("en")
-    nlp.add_pipe("bioel_linker", config={
-        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
-                  "pooling": "mean", "max_length": 16}})
+    nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir))
     kb = KnowledgeBase(name="toy")
     kb.add(Concept("D1", "colon cancer", ("CC",)))
     kb.add(Concept("D2", "cardiac arrest", ("CC",)))  # 'CC' names two concepts

@@ -9,6 +9,7 @@ import spacy
 
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.encoders import thinc_biencoder
+from tests.utils import tiny_linker_config
 
 
 def every_occurrence(model, texts, tower, batch_size=256, progress=False):
@@ -42,9 +43,7 @@ def test_dedup_changes_no_prediction_on_ncbi_test(data_root, tiny_bert_dir, monk
     for concept in medic:
         if concept.concept_id in gold or len(kb) < len(gold) + 1000:
             kb.add(Concept(concept.concept_id, concept.canonical_name, concept.synonyms))
-    nlp.add_pipe("bioel_linker", config={
-        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
-                  "pooling": "mean", "max_length": 16}})
+    nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir))
     nlp.get_pipe("bioel_linker").set_kb(kb)
     nlp.initialize()
     texts = [e.text for d in docs for e in d.ents]
@@ -63,9 +62,7 @@ def test_dedup_changes_no_prediction_on_ncbi_test(data_root, tiny_bert_dir, monk
 
 def test_a_repeated_text_is_encoded_once(tiny_bert_dir, monkeypatch):
     nlp = spacy.blank("en")
-    nlp.add_pipe("bioel_linker", config={
-        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
-                  "pooling": "mean", "max_length": 16}})
+    nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir))
     kb = KnowledgeBase(name="toy")
     kb.add(Concept("D1", "asthma"))
     nlp.get_pipe("bioel_linker").set_kb(kb)

@@ -2,7 +2,7 @@ import spacy
 from spacy.tokens import DocBin, Span
 from spacy.training import Example
 
-from spacy_bioel.pipeline.serialize import install_extensions
+from spacy_bioel.pipeline.extensions import install_extensions
 from spacy_bioel.pipeline.scorer import score_linking
 from spacy_bioel.training.readers import create_gold_ents_corpus
 

@@ -10,6 +10,7 @@ import spacy
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.errors import BioELError
 from spacy_bioel.pipeline.serialize import MANIFEST, write_manifest
+from tests.utils import tiny_linker_config
 
 TEXTS = [("colon cancer and heart attack", [(0, 12), (17, 29)]), ("asthma", [(0, 6)])]
 
@@ -32,9 +33,7 @@ def saved(tiny_bert_dir, tmp_path_factory):
     from spacy.training import Example
 
     nlp = spacy.blank("en")
-    nlp.add_pipe("bioel_linker", config={
-        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
-                  "pooling": "mean", "max_length": 16}})
+    nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir))
     kb = KnowledgeBase(name="toy")
     for cid, name in [("D1", "colorectal carcinoma"), ("D2", "myocardial infarction"),
                       ("D3", "asthma")]:

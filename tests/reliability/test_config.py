@@ -7,13 +7,12 @@ import spacy
 
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.errors import BioELError, BioELWarning
+from tests.utils import tiny_linker_config
 
 
 def tiny(tiny_bert_dir, **config):
     nlp = spacy.blank("en")
-    base = {"model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
-                      "pooling": "mean", "max_length": 16}}
-    nlp.add_pipe("bioel_linker", config={**base, **config})
+    nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir, **config))
     return nlp
 
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.errors import BioELError
+from tests.utils import tiny_linker_config
 
 ODD = ["\x00", "\u200b", "\u200d", "\ufeff", "😀", "\u0301", "\u202e", "\t", "\n", " ", "…", "-",
        "(", ")", "²", "ß", "İ", "\ud7ff", "ﬁ"]
@@ -21,9 +22,7 @@ WORDS = ["colon", "cancer", "heart", "attack", "asthma", "FAP", "(FAP)", "famili
 
 def build(tiny_bert_dir):
     nlp = spacy.blank("en")
-    nlp.add_pipe("bioel_linker", config={
-        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
-                  "pooling": "mean", "max_length": 16}, "top_k": 3})
+    nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir, top_k=3))
     kb = KnowledgeBase(name="toy")
     for cid, name in [("D1", "colorectal carcinoma"), ("D2", "myocardial infarction"),
                       ("D3", "asthma"), ("D4", "familial adenomatous polyposis")]:
@@ -98,7 +97,8 @@ def test_mentions_without_letter_or_digit_are_nil_and_counted(nlp):
 N_PROCESS_SCRIPT = textwrap.dedent("""
     import sys
     import spacy
-    sys.path.insert(0, sys.argv[2])
+    from pathlib import Path
+    sys.path[:0] = [sys.argv[2], str(Path(sys.argv[2]).parents[1])]  # test_docs, tests.utils
     from test_docs import build
     nlp = build(sys.argv[1])
     texts = ["colon cancer and heart attack in asthma " * 8] * 24

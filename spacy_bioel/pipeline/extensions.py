@@ -1,0 +1,55 @@
+"""The Span extensions a `bioel_linker` writes (their names are settings, so
+two linkers can share a pipeline) and writing one decision on its entity."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional
+
+from spacy.tokens import Span
+
+from ..kb.knowledge_base import NIL
+
+ATTRS = ("kb_ents_attr", "is_nil_attr", "nil_score_attr", "similarity_attr", "probability_attr")
+
+
+def install_extensions(cfg: Dict[str, Any]) -> None:
+    """Span extensions named by the cfg, installed once each, default None. The
+    candidate list reads back as [(id, score), ...] tuples also after a Doc went
+    through msgpack (`nlp.pipe(n_process=2)`, DocBin), which turns tuples into lists."""
+    for attr in ATTRS:
+        name = cfg.get(attr)
+        if not name or Span.has_extension(name):
+            continue
+        if attr == "kb_ents_attr":
+            Span.set_extension(name, getter=_pairs_getter(name), setter=_pairs_setter(name))
+        else:
+            Span.set_extension(name, default=None)
+
+
+def write_entity(ent: Span, result: Dict[str, Any], cfg: Dict[str, Any]) -> None:
+    """Write one decision on its entity: kb_id_ (or 'NIL') and the extensions
+    the cfg names (candidates, NIL flag and score, similarity, probability)."""
+    ent.kb_id_ = NIL if result["is_nil"] else result["candidates"][0][0]
+    for attr, key in (("kb_ents_attr", "candidates"), ("is_nil_attr", "is_nil"),
+                      ("nil_score_attr", "nil_score"), ("similarity_attr", "similarity"),
+                      ("probability_attr", "probability")):
+        ent._.set(cfg[attr], result[key])
+
+
+def _key(name: str, span: Span) -> tuple:
+    return ("._.", name, span.start_char, span.end_char)
+
+
+def _pairs_getter(name: str) -> Callable[[Span], Optional[list]]:
+    def get(span: Span) -> Optional[list]:
+        value = span.doc.user_data.get(_key(name, span))
+        return None if value is None else [tuple(pair) for pair in value]
+    return get
+
+
+def _pairs_setter(name: str) -> Callable[[Span, Optional[list]], None]:
+    def set_(span: Span, value: Optional[list]) -> None:
+        span.doc.user_data[_key(name, span)] = value
+    return set_
+
+
+__all__ = ["ATTRS", "install_extensions", "write_entity"]
