@@ -198,8 +198,21 @@ class Errors(metaclass=ErrorsWithCodes):
             "config, the command-line option or --set) and run again.")
     E176 = ("{path} is damaged ({problem}). {remedy}")
     E177 = ("The candidate store needs faiss (index_type '{index_type}'), which is not "
-            "installed: pip install faiss-cpu (or faiss-gpu), or use index_type 'flat', "
-            "which runs on torch without it.")
+            "installed: pip install faiss-cpu (or swap in GPU FAISS, see the README), or use "
+            "index_type 'flat', which runs on numpy or torch without it.")
+    E178 = ("The ONNX runtime needs {missing}: pip install 'spacy-bioel[onnx]' (onnxruntime "
+            "and onnx; exporting also needs PyTorch). Or use the default runtime, "
+            "spacy-bioel.TorchRuntime.v1.")
+    E179 = ("The exported ONNX mention encoder does not reproduce the PyTorch one (lowest "
+            "cosine {cosine:.4f} < {bound}). Use spacy-bioel.TorchRuntime.v1, or report the "
+            "encoder architecture: its graph did not trace faithfully.")
+    E180 = ("This needs the linker's PyTorch module ({why}), which a pipeline served by ONNX "
+            "loads on demand from its saved weights: {problem}. Install PyTorch (pip install "
+            "torch) and keep the pipeline folder it was loaded from, or re-save the "
+            "pipeline from its training output.")
+    E181 = ("A benchmark worker failed: {command}: {problem}. Check that its Python "
+            "environment has the system installed (scispaCy: `spacy project run scispacy-venv`; "
+            "a pipeline: spacy-bioel and its runtime) and that the paths exist.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

@@ -1,14 +1,17 @@
-"""`benchmark PIPELINE DATA.spacy`: pipeline load time, linking throughput and
-peak memory, written as JSON and a markdown table (never a timed test)."""
+"""`benchmark PIPELINE DATA.spacy`: one pipeline's load time, linking throughput
+and peak memory; `side-by-side`: pipelines against scispaCy's linker, each in a
+fresh process of its own environment (see `evaluation.sidebyside`). JSON and
+markdown tables, never a timed test."""
 from __future__ import annotations
 
 import resource
 import time
 from pathlib import Path
+from typing import List, Optional
 
 import typer
 
-from ._app import app, setup_logging, load_pipeline, read_docs, write_json
+from ._app import app, load_pipeline, read_docs, setup_logging, split_csv, write_json
 
 
 @app.command("benchmark")
@@ -47,4 +50,72 @@ def benchmark(
              f"| {pipeline} | {n_mentions} | {result['load_seconds']} | "
              f"{result['mentions_per_second']} | {result['peak_rss_mb']} |\n")
     output.with_suffix(".md").write_text(table, encoding="utf-8")
+    typer.echo(table)
+
+
+@app.command("side-by-side")
+def side_by_side_command(
+    data: Path = typer.Argument(..., help="DocBin with gold spans and ids (e.g. NCBI test)"),
+    kb_path: Path = typer.Option(..., "--kb", help="The KB the pipelines link to; scispaCy's index is built over its names"),
+    pipelines: List[str] = typer.Option(..., "--pipeline", help="LABEL=PIPELINE or LABEL=PIPELINE@PYTHON (another environment), repeatable"),
+    scispacy_python: Optional[str] = typer.Option(None, "--scispacy-python", help="Python of scispaCy's environment (none: no scispaCy row)"),
+    scispacy_index: Optional[Path] = typer.Option(None, "--scispacy-index", help="scispaCy index folder (built there once, reused after)"),
+    repeats: str = typer.Option("1", "--repeat", help="Input sizes: the docs repeated N times, comma-separated (1,10,100)"),
+    rounds: int = typer.Option(3, "--rounds", help="Alternating rounds (>= 3 for min and median)"),
+    dataset: str = typer.Option("", "--dataset", help="Label of the data in the table"),
+    threshold: float = typer.Option(0.7, "--scispacy-threshold", help="scispaCy's candidate threshold (its default 0.7)"),
+    build: bool = typer.Option(True, "--build/--no-build", help="Time each system's build"),
+    output: Path = typer.Option(Path("metrics/benchmark/side_by_side.json"), "--output", help="JSON (a .md beside it)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
+    """scispaCy's linker and bioel_linker pipelines over the same KB names and gold
+    mentions, each run in a fresh process of its own environment, alternately for
+    --rounds rounds at each input size: build s, load s, mentions/s (min and
+    median), peak RSS, Acc@1 and the ratios, as JSON and a markdown table."""
+    setup_logging(verbose)
+    from ..evaluation.sidebyside import SCISPACY, System, parse_system, side_by_side, summary_table
+    from ..kb.knowledge_base import KnowledgeBase
+    from ..kb.scispacy_jsonl import write_scispacy_jsonl
+    from ..validation import as_int
+
+    systems = [parse_system(spec) for spec in pipelines]
+    workdir = output.with_suffix("")
+    workdir.mkdir(parents=True, exist_ok=True)
+    if scispacy_python:
+        index = scispacy_index or workdir / "scispacy_index"
+        kb_jsonl = index.with_name(index.name + ".kb.jsonl")
+        if not kb_jsonl.exists():
+            index.parent.mkdir(parents=True, exist_ok=True)
+            write_scispacy_jsonl(KnowledgeBase.from_disk(kb_path), kb_jsonl)
+        systems.insert(0, System("scispaCy linker", SCISPACY, scispacy_python,
+                                 kb_jsonl=str(kb_jsonl), index_dir=str(index)))
+    sizes = [as_int("--repeat", v, 1) for v in split_csv(repeats)]
+    result = side_by_side(systems, read_docs([data]), sizes, as_int("--rounds", rounds, 1),
+                          workdir, build=build, threshold=threshold)
+    result.update({"dataset": dataset or data.stem, "data": str(data), "kb": str(kb_path)})
+    write_json(output, result)
+    table = summary_table([result])
+    output.with_suffix(".md").write_text(table, encoding="utf-8")
+    typer.echo(table)
+
+
+@app.command("side-by-side-table")
+def side_by_side_table(
+    results: List[Path] = typer.Argument(..., help="JSON files written by side-by-side"),
+    output: Path = typer.Option(Path("metrics/benchmark/side_by_side.md"), "--output", help="Markdown table"),
+    figure: Optional[Path] = typer.Option(None, "--figure", help="PNG: Acc@1 against mentions/s (needs the plots extra)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
+    """One table (and a figure) from several side-by-side runs."""
+    import srsly
+
+    from ..evaluation.sidebyside import accuracy_speed_figure, summary_table
+
+    setup_logging(verbose)
+    loaded = [srsly.read_json(path) for path in results]
+    table = summary_table(loaded)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(table, encoding="utf-8")
+    if figure is not None:
+        accuracy_speed_figure(loaded, figure)
     typer.echo(table)

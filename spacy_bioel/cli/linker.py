@@ -137,28 +137,33 @@ def repair_pipeline(
     typer.echo(f"Repaired {pipeline} -> {output}")
 
 
+STAGES = ("candidates", "shortcut", "type_filter", "ranker", "nil", "runtime", "index")
+
+
 @app.command("set-stage")
 def set_stage(
     pipeline: Path = typer.Argument(..., help="A saved pipeline with a bioel_linker"),
     output: Path = typer.Argument(..., help="Where to save the changed pipeline"),
-    stage: str = typer.Argument(..., help="candidates | type_filter | ranker | nil"),
+    stage: str = typer.Argument(..., help="candidates | shortcut | type_filter | ranker | nil | runtime | index"),
     function: str = typer.Argument(..., help="A registered name, e.g. spacy-bioel.HybridCandidates.v1, or null"),
     params: List[str] = typer.Option([], "--param", help="KEY=VALUE argument of the function (JSON values), repeatable"),
     name: Optional[str] = typer.Option(None, "--component"),
     verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Swap one stage of a trained linker (its encoder, index and datastore are
-    kept, nothing is re-encoded): e.g. hybrid candidates, or a type filter
-    (--param 'allowed={"HP": ["human_phenotype"]}'). The config is updated too."""
+    kept, nothing is re-encoded): e.g. hybrid candidates, a type filter
+    (--param 'allowed={"HP": ["human_phenotype"]}'), the exact-name shortcut,
+    the ONNX runtime (--param quantize='"int8"': the mention tower is exported
+    when saving), or another index type over the same embeddings. The config is
+    updated too."""
     from spacy.util import load_config, registry
 
     from ..errors import BioELError, Errors
     from ..pipeline.loading import find_linker, load_with_config
     from .evaluate import parse_settings
 
-    if stage not in ("candidates", "type_filter", "ranker", "nil"):
-        raise BioELError(Errors.E172.format(key=stage, options=["candidates", "type_filter",
-                                                                "ranker", "nil"]))
+    if stage not in STAGES:
+        raise BioELError(Errors.E172.format(key=stage, options=list(STAGES)))
     setup_logging(verbose)
     config = load_config(pipeline / "config.cfg", interpolate=False)
     linker_name = name or next((n for n, block in config["components"].items()

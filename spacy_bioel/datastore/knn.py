@@ -29,6 +29,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 
 from ..errors import BioELError, Errors
+from ..index.names import top_k
 
 Scored = List[Tuple[str, float]]
 
@@ -132,15 +133,15 @@ def grid_accuracy(candidates: Sequence[Scored], neighbours: Sequence[Scored],
 class DatastoreKNN:
     """Keys: training-mention embeddings; values: their gold concept ids.
 
-    Exact inner-product search (cosine for normalised keys) with FAISS when
-    available, else numpy.
+    Exact inner-product search (cosine for normalised keys): one BLAS matmul
+    per batch (a corpus' training mentions are thousands, not millions); ties
+    go to the earlier key.
     """
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
         self.keys = np.zeros((0, dim), dtype=np.float32)
         self.values: List[str] = []
-        self._index = None
 
     def __len__(self) -> int:
         return len(self.values)
@@ -151,12 +152,6 @@ class DatastoreKNN:
         if len(keys) != len(values) or (len(keys) and keys.shape[1] != self.dim):
             raise BioELError(Errors.E155.format(n_keys=len(keys), n_values=len(values)))
         self.keys, self.values = keys, list(values)
-        self._index = None
-        from ..index.dense import faiss_available
-        if faiss_available() and len(keys):
-            import faiss
-            self._index = faiss.IndexFlatIP(self.dim)
-            self._index.add(keys)
 
     def search(self, queries: np.ndarray, k: int) -> List[Scored]:
         """RETURNS (List[List[Tuple[str, float]]]): k nearest (value, similarity) per query."""
@@ -164,13 +159,9 @@ class DatastoreKNN:
             return [[] for _ in range(len(queries))]
         k = min(k, len(self))
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        if self._index is not None:
-            sims, indices = self._index.search(queries, k)
-        else:
-            all_sims = queries @ self.keys.T  # (batch, n)
-            indices = np.argsort(-all_sims, axis=1, kind="stable")[:, :k]
-            sims = np.take_along_axis(all_sims, indices, axis=1)
-        return [[(self.values[i], float(s)) for i, s in zip(row_i, row_s) if i >= 0]
+        indices, sims = top_k(queries @ self.keys.T, k)  # (batch, k), ties by key order
+        values = self.values
+        return [[(values[i], s) for i, s in zip(row_i.tolist(), row_s.tolist())]
                 for row_i, row_s in zip(indices, sims)]
 
     def to_bytes(self) -> bytes:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import weakref
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
@@ -24,8 +25,7 @@ from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v2
 from thinc.types import Floats2d
 from tqdm import tqdm
 
-from .torch_biencoder import (DEFAULT_ENCODER, BiEncoder, freeze_bottom, length_buckets,
-                              load_transformer)
+from .common import DEFAULT_ENCODER, length_buckets
 
 logger = logging.getLogger(__name__)
 EncoderInput = Tuple[List[str], str]
@@ -65,12 +65,16 @@ def init(model: Model, X: Optional[EncoderInput] = None, Y: Optional[Any] = None
     """Load the transformer (weights included) unless already built."""
     if model.layers:
         return
+    from .torch_biencoder import load_transformer
+
     tokenizer, transformer = load_transformer(model.attrs["encoder"])
     attach_module(model, tokenizer, transformer)
 
 
 def attach_module(model: Model, tokenizer, transformer) -> None:
     """Build the BiEncoder around `transformer` and wrap it as the model's layer."""
+    from .torch_biencoder import BiEncoder, freeze_bottom
+
     frozen = model.attrs.get("frozen_layers", 0)  # absent in pipelines saved before the option
     concept = None
     if not model.attrs["shared_towers"]:
@@ -99,6 +103,8 @@ def build_from_saved(model: Model, encoder_dir: Union[str, Path]) -> None:
     weights), so that `model.from_disk` can then load the trained weights."""
     if model.layers:
         return
+    from .torch_biencoder import load_transformer
+
     tokenizer, transformer = load_transformer(str(encoder_dir), config_only=True)
     attach_module(model, tokenizer, transformer)
 
@@ -122,9 +128,32 @@ def torch_module(model: Model) -> BiEncoder:
     return model.layers[0].shims[0]._model
 
 
+_BATCH_TOKENIZERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def batch_tokenizer(model: Model):
+    """The model's tokenizer as a `BatchTokenizer` (the Rust backend called
+    directly), or None for a slow tokenizer; built once per tokenizer."""
+    from .tokenize import batch_tokenizer as make
+
+    tokenizer = model.attrs["tokenizer"]
+    key = (model.attrs["max_length"],)
+    cached = _BATCH_TOKENIZERS.get(tokenizer)
+    if cached is None or cached[0] != key:
+        cached = (key, make(tokenizer, model.attrs["max_length"]))
+        _BATCH_TOKENIZERS[tokenizer] = cached
+    return cached[1]
+
+
 def tokenize(model: Model, texts: List[str], device) -> Tuple[Any, Any]:
     """(input_ids, attention_mask) tensors on `device`, padded and truncated to
     the model's max_length with its tokenizer."""
+    import torch
+
+    fast = batch_tokenizer(model)
+    if fast is not None:
+        ids, mask = fast(texts)
+        return torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device)
     batch = model.attrs["tokenizer"](list(texts), padding=True, truncation=True,
                                      max_length=model.attrs["max_length"], return_tensors="pt")
     return batch["input_ids"].to(device), batch["attention_mask"].to(device)
@@ -149,21 +178,35 @@ def _make_converter(outer: Model) -> Callable:
 
 def embed_texts(model: Model, texts: Sequence[str], tower: str, batch_size: int = 256,
                 progress: bool = False) -> np.ndarray:
-    """Embed texts in length-bucketed batches without gradients (eval mode). A
-    text that occurs several times is encoded once (a corpus repeats its
+    """Embed texts with the PyTorch module in length-bucketed batches, in eval
+    mode under `torch.inference_mode` (autocast on CUDA with mixed_precision).
+    A text that occurs several times is encoded once (a corpus repeats its
     mentions: NCBI test has 960 mentions of 424 distinct strings).
 
     RETURNS (np.ndarray): (len(texts), dim) float32.
     """
+    import torch
+
     first: dict = {}
     inverse = np.fromiter((first.setdefault(text, len(first)) for text in texts),
                           dtype=np.int64, count=len(texts))
     unique = list(first)
     out = np.zeros((len(unique), model.get_dim("nO")), dtype=np.float32)
-    for indices in tqdm(length_buckets(unique, batch_size), desc=f"Encoding {tower}s",
-                        unit=" batches", disable=not progress):
-        embeddings = model.predict(([unique[i] for i in indices], tower))
-        out[indices] = model.ops.to_numpy(embeddings)
+    module = torch_module(model)
+    device = next(module.parameters()).device
+    autocast = device.type == "cuda" and bool(model.attrs.get("mixed_precision"))
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.inference_mode():
+            for indices in tqdm(length_buckets(unique, batch_size), desc=f"Encoding {tower}s",
+                                unit=" batches", disable=not progress):
+                ids, mask = tokenize(model, [unique[i] for i in indices], device)
+                with torch.autocast(device_type="cuda", enabled=autocast):
+                    embeddings = module.encode(tower, ids, mask)
+                out[indices] = embeddings.float().cpu().numpy()
+    finally:
+        module.train(was_training)
     return out[inverse]
 
 
@@ -172,4 +215,4 @@ def forward(model: Model, X: EncoderInput, is_train: bool):
 
 
 __all__ = ["build_biencoder", "build_from_saved", "save_encoder_config", "torch_module",
-           "tokenize", "embed_texts", "concept_tower_trained"]
+           "tokenize", "batch_tokenizer", "embed_texts", "concept_tower_trained"]

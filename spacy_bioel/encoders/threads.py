@@ -37,6 +37,23 @@ def _after_fork_in_child() -> None:
         faiss.omp_set_num_threads(threads)
 
 
+def limit_threads(threads: int) -> None:
+    """Cap the threads of PyTorch, FAISS and the BLAS behind numpy (which scores
+    the name index) at `threads` for this process (the `runtime` stage's
+    `threads` setting). Libraries that are not loaded are left alone."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(threads)
+    faiss = sys.modules.get("faiss")
+    if faiss is not None and hasattr(faiss, "omp_set_num_threads"):
+        faiss.omp_set_num_threads(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return
+    threadpool_limits(limits=threads)
+
+
 def install_fork_handler() -> None:
     """Register the child-side handler once per process (idempotent)."""
     global _installed
@@ -46,4 +63,4 @@ def install_fork_handler() -> None:
     _installed = True
 
 
-__all__ = ["install_fork_handler", "child_threads", "CHILD_THREADS_ENV"]
+__all__ = ["install_fork_handler", "child_threads", "limit_threads", "CHILD_THREADS_ENV"]

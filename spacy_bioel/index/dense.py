@@ -1,18 +1,25 @@
-"""Dense candidate store: nearest concept names by inner product (cosine for
-normalised embeddings), max-aggregated per concept.
+"""Dense candidate store: nearest concepts by inner product (cosine for
+normalised embeddings), each concept scored by its best name.
 
-Backends: FAISS (`faiss-cpu` by default; exact `IndexFlatIP`, or HNSW / IVF-PQ
-for large KBs) and a torch matmul top-k (used on a GPU when GPU FAISS is
-absent, or when faiss is not installed). The store holds one row per concept
-name; a concept's score is the best score of its names.
+The store holds the name embeddings (float32 or float16; a memory map when
+loaded from disk) and searches them in one of two ways:
+
+- flat (exact, the default): the scores of every name are computed in blocks
+  of queries (numpy BLAS on the CPU, a torch matmul on a GPU), reduced to the
+  best name per concept, and the top-k concepts taken, in one pass;
+- approximate (FAISS): 'hnsw' (fp32 graph), 'hnsw_sq8' (graph over 8-bit
+  vectors), 'ivf_sq8' (inverted lists of 8-bit vectors) and 'ivfpq' propose
+  names, which are then re-scored exactly from the stored embeddings; the pool
+  grows until k distinct concepts are found. 'hnsw_sq8' and 'ivf_sq8' keep a
+  3M-name KB in about 1.2 GB (+ the graph), with the float16 embeddings on disk.
 
 References:
     Johnson et al., Billion-scale similarity search with GPUs (FAISS), 2019.
-    kNN-BioEL Sec. 3.1 (FAISS retrieval over all entity names).
+    Malkov & Yashunin, HNSW, 2018. kNN-BioEL Sec. 3.1 (retrieval over all names).
 
 Inputs:
-    add(embeddings (n_names, dim) float32, owners (n_names,) concept index)
-    search(queries (batch, dim), k) -> List[List[(concept_id, score)]]
+    add(embeddings (n_names, dim), owners (n_names,) concept index, grouped by concept)
+    search_names(queries (batch, dim), k) -> per query [(concept, name, score)]
 
 Example:
     >>> store = DenseCandidateStore(concept_ids, dim=384)
@@ -22,16 +29,25 @@ Example:
 from __future__ import annotations
 
 import io
+import json
 import logging
-from typing import Dict, List, Optional, Sequence, Tuple
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from ..errors import BioELError, Errors
+from ..files import replace_file as _replace_file
+from .names import top_k
 
 logger = logging.getLogger(__name__)
-INDEX_TYPES = ("flat", "hnsw", "ivfpq")
-BACKENDS = ("auto", "faiss", "torch")
+INDEX_TYPES = ("flat", "hnsw", "ivfpq", "hnsw_sq8", "ivf_sq8")
+BACKENDS = ("auto", "faiss", "torch", "numpy")
+VECTOR_DTYPES = ("float32", "float16")
+STORE_FORMAT = 3
+BLOCK_BYTES = 128 * 2 ** 20  # scores computed per block of queries (flat search)
+Hit = Tuple[int, int, float]  # (concept index, name index, score)
 
 
 def faiss_available() -> bool:
@@ -47,78 +63,157 @@ class DenseCandidateStore:
 
     concept_ids (Sequence[str]): Concepts, indexed by `owners`.
     dim (int): Embedding size.
-    index_type (str): 'flat' (exact, default), 'hnsw' or 'ivfpq' (approximate).
-    backend (str): 'auto' (faiss if importable, else torch), 'faiss' or 'torch'.
-    device (str): torch device for the torch backend ('cpu', 'cuda:0').
+    index_type (str): 'flat' (exact, default), 'hnsw', 'hnsw_sq8', 'ivf_sq8' or 'ivfpq'.
+    backend (str): 'auto'; a flat store searches with numpy on a CPU ('faiss' and
+        'numpy' alike) and with torch on a GPU or when 'torch' is asked for;
+        approximate indexes need FAISS (E177 without it).
+    device (str): torch device of the torch backend ('cpu', 'cuda:0').
+    hnsw_m, ivf_lists, pq_m: build parameters (ivf_lists 0: about 4 * sqrt(n)).
+    nprobe, ef_search: search parameters of IVF and HNSW indexes (None: defaults).
     """
 
     def __init__(self, concept_ids: Sequence[str], dim: int, *, index_type: str = "flat",
                  backend: str = "auto", device: str = "cpu", hnsw_m: int = 32,
-                 ivf_lists: int = 1024, pq_m: int = 16) -> None:
+                 ivf_lists: int = 1024, pq_m: int = 16, nprobe: Optional[int] = None,
+                 ef_search: Optional[int] = None) -> None:
         if index_type not in INDEX_TYPES or backend not in BACKENDS:
             raise BioELError(Errors.E152.format(index_type=index_type, backend=backend))
-        if backend == "auto":
-            backend = "faiss" if faiss_available() and not device.startswith("cuda") else "torch"
-        if backend == "faiss" and not faiss_available():
-            if index_type != "flat":
-                raise BioELError(Errors.E177.format(index_type=index_type))
-            logger.warning("faiss is not installed: the flat index runs on torch instead")
-            backend = "torch"
-        if backend == "torch" and index_type != "flat":
+        on_gpu = str(device).startswith("cuda")
+        if index_type == "flat":  # exact search is one BLAS matmul: FAISS adds nothing
+            backend = "torch" if on_gpu or backend == "torch" else "numpy"
+        elif backend not in ("auto", "faiss"):
             raise BioELError(Errors.E152.format(index_type=index_type, backend=backend))
+        else:
+            if not faiss_available():
+                raise BioELError(Errors.E177.format(index_type=index_type))
+            backend = "faiss"
         self.concept_ids = list(concept_ids)
         self.dim = dim
         self.index_type = index_type
         self.backend = backend
-        self.device = device
-        self.params = {"hnsw_m": hnsw_m, "ivf_lists": ivf_lists, "pq_m": pq_m}
+        self.device = str(device)
+        self.params: Dict[str, Any] = {"hnsw_m": hnsw_m, "ivf_lists": ivf_lists, "pq_m": pq_m,
+                                       "nprobe": nprobe, "ef_search": ef_search}
         self.owners = np.zeros((0,), dtype=np.int64)
-        self._index = None
-        self._matrix = None
+        self.embeddings: Optional[np.ndarray] = None  # (n_names, dim), float32 or float16
+        self._index = None  # FAISS index (approximate types)
+        self._matrix = None  # torch tensor on `device` (torch backend)
+        self._starts = np.zeros((0,), dtype=np.int64)  # first row of each concept's names
+        self._segment_owner = np.zeros((0,), dtype=np.int64)
+        self._tie_rank = np.arange(len(self.concept_ids))
 
     def __len__(self) -> int:
         return len(self.owners)
 
-    def _new_faiss_index(self, n: int):
-        import faiss
-
-        if self.index_type == "flat":
-            return faiss.IndexFlatIP(self.dim)
-        if self.index_type == "hnsw":
-            index = faiss.IndexHNSWFlat(self.dim, self.params["hnsw_m"], faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efSearch = 128
-            return index
-        lists = max(1, min(self.params["ivf_lists"], n // 39))
-        quantizer = faiss.IndexFlatIP(self.dim)
-        index = faiss.IndexIVFPQ(quantizer, self.dim, lists, self.params["pq_m"], 8,
-                                 faiss.METRIC_INNER_PRODUCT)
-        index.nprobe = min(lists, 32)
-        return index
-
-    def add(self, embeddings: np.ndarray, owners: np.ndarray) -> None:
-        """(Re)build the store from all name embeddings (replaces what was there)."""
-        embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)  # (n_names, dim)
+    # ---------------------------------------------------------------- build
+    def add(self, embeddings: np.ndarray, owners: np.ndarray,
+            tie_rank: Optional[np.ndarray] = None) -> None:
+        """(Re)build the store from all name embeddings (replaces what was there).
+        The flat store keeps `embeddings` as given (no copy for a float32/16 array
+        or memory map); FAISS indexes are built from it. `tie_rank` (n_concepts,)
+        orders concepts whose scores tie exactly (default: concept order)."""
+        if embeddings.dtype not in (np.float32, np.float16):
+            embeddings = np.asarray(embeddings, dtype=np.float32)
         if embeddings.ndim != 2 or embeddings.shape[1] != self.dim or len(embeddings) != len(owners):
             raise BioELError(Errors.E153.format(shape=embeddings.shape, dim=self.dim,
                                                 n_owners=len(owners)))
-        self.owners = np.asarray(owners, dtype=np.int64)
-        if self.backend == "faiss":
-            self._index = self._new_faiss_index(len(embeddings))
-            if not self._index.is_trained:
-                self._index.train(embeddings)
-            self._index.add(embeddings)
-        else:
-            import torch
-            self._matrix = torch.from_numpy(embeddings).to(self.device)
+        self._set_owners(owners)
+        self.set_tie_rank(tie_rank)
+        self.embeddings = embeddings
+        self._index = self._matrix = None
+        if self.index_type != "flat":
+            self._index = self._build_faiss(embeddings)
+        self.to_device(self.device)
 
-    def _search_names(self, queries: np.ndarray, n: int) -> Tuple[np.ndarray, np.ndarray]:
-        if self.backend == "faiss":
-            scores, indices = self._index.search(queries, n)
-            return scores, indices
-        import torch
-        sims = torch.from_numpy(queries).to(self.device) @ self._matrix.T  # (batch, n_names)
-        values, indices = torch.topk(sims, n, dim=1)
-        return values.cpu().numpy(), indices.cpu().numpy()
+    def _set_owners(self, owners: np.ndarray) -> None:
+        owners = np.asarray(owners, dtype=np.int64)
+        if len(owners) and np.any(np.diff(owners) < 0):
+            raise BioELError(Errors.E153.format(shape="owners not grouped by concept",
+                                                dim=self.dim, n_owners=len(owners)))
+        self.owners = owners
+        self._starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if len(owners) \
+            else np.zeros((0,), dtype=np.int64)
+        self._segment_owner = owners[self._starts]
+
+    def set_tie_rank(self, tie_rank: Optional[np.ndarray]) -> None:
+        """Break exact score ties between concepts by this (n_concepts,) rank."""
+        self._tie_rank = np.arange(len(self.concept_ids)) if tie_rank is None else \
+            np.asarray(tie_rank, dtype=np.int64)
+
+    def _ivf_lists(self, n: int) -> int:
+        wanted = self.params["ivf_lists"] or int(4 * np.sqrt(n))
+        return max(1, min(wanted, n // 39 or 1))  # FAISS wants >= 39 training points per list
+
+    def _build_faiss(self, embeddings: np.ndarray):
+        import faiss
+        from tqdm import tqdm
+
+        metric, dim = faiss.METRIC_INNER_PRODUCT, self.dim
+        n = len(embeddings)
+        if self.index_type == "hnsw":
+            index = faiss.IndexHNSWFlat(dim, self.params["hnsw_m"], metric)
+        elif self.index_type == "hnsw_sq8":
+            index = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, self.params["hnsw_m"], metric)
+        else:
+            lists = self._ivf_lists(n)
+            quantizer = faiss.IndexFlatIP(dim)
+            if self.index_type == "ivf_sq8":
+                index = faiss.IndexIVFScalarQuantizer(quantizer, dim, lists,
+                                                      faiss.ScalarQuantizer.QT_8bit, metric)
+            else:
+                index = faiss.IndexIVFPQ(quantizer, dim, lists, self.params["pq_m"], 8, metric)
+        if not index.is_trained:
+            sample = np.random.default_rng(0).choice(n, size=min(n, 200_000), replace=False)
+            index.train(np.ascontiguousarray(embeddings[np.sort(sample)], dtype=np.float32))
+        chunk = 100_000
+        for start in tqdm(range(0, n, chunk), desc=f"Building {self.index_type} index",
+                          unit=" chunks", disable=n <= chunk):
+            index.add(np.ascontiguousarray(embeddings[start:start + chunk], dtype=np.float32))
+        self._apply_search_params(index)
+        return index
+
+    def _apply_search_params(self, index) -> None:
+        import faiss
+
+        if self.index_type.startswith("hnsw"):
+            index.hnsw.efSearch = self.params.get("ef_search") or 128
+        else:
+            ivf = faiss.extract_index_ivf(index)
+            ivf.nprobe = min(ivf.nlist, self.params.get("nprobe") or 32)
+
+    def set_search_params(self, nprobe: Optional[int] = None, ef_search: Optional[int] = None) -> None:
+        """Change nprobe (IVF) or efSearch (HNSW) of a built index."""
+        self.params.update({k: v for k, v in (("nprobe", nprobe), ("ef_search", ef_search))
+                            if v is not None})
+        if self._index is not None:
+            self._apply_search_params(self._index)
+
+    def to_device(self, device: str) -> None:
+        """Search on `device`: a flat store on 'cuda:N' moves its embeddings there
+        (torch matmul top-k); FAISS indexes stay on the CPU unless GPU FAISS is
+        installed (then the index is cloned to the GPU)."""
+        self.device = str(device)
+        on_gpu = self.device.startswith("cuda")
+        if self.index_type == "flat" and (on_gpu or self.backend == "torch") and \
+                self.embeddings is not None:
+            import torch
+            self.backend = "torch"
+            self._matrix = torch.from_numpy(np.array(self.embeddings)).to(self.device)
+        elif on_gpu and self._index is not None:
+            import faiss
+            if getattr(faiss, "get_num_gpus", lambda: 0)() > 0:
+                gpu = int(self.device.split(":")[1]) if ":" in self.device else 0
+                self._index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), gpu, self._index)
+
+    # --------------------------------------------------------------- search
+    def rows(self, rows: Union[np.ndarray, Sequence[int], slice]) -> np.ndarray:
+        """RETURNS (np.ndarray): float32 embeddings of the given name rows."""
+        return np.asarray(self.embeddings[rows], dtype=np.float32)
+
+    def vectors(self) -> np.ndarray:
+        """RETURNS (np.ndarray): (n_names, dim) the stored embeddings (a memory map
+        after loading; float16 when stored so)."""
+        return self.embeddings if self.embeddings is not None else np.zeros((0, self.dim), np.float32)
 
     def search(self, queries: np.ndarray, k: int, expansion: int = 4
                ) -> List[List[Tuple[str, float]]]:
@@ -126,56 +221,149 @@ class DenseCandidateStore:
         return [[(self.concept_ids[owner], score) for owner, _name, score in row]
                 for row in self.search_names(queries, k, expansion)]
 
-    def vectors(self) -> np.ndarray:
-        """RETURNS (np.ndarray): (n_names, dim) the stored name embeddings (exact
-        for flat and HNSW indexes and the torch backend, PQ-approximate for IVF-PQ)."""
-        if self.backend == "torch":
-            return self._matrix.cpu().numpy() if self._matrix is not None else \
-                np.zeros((0, self.dim), np.float32)
-        if self._index is None:
-            return np.zeros((0, self.dim), np.float32)
-        if self.index_type == "ivfpq":
-            import faiss
-            faiss.extract_index_ivf(self._index).make_direct_map()
-        return self._index.reconstruct_n(0, self._index.ntotal)
-
     def search_names(self, queries: np.ndarray, k: int, expansion: int = 4,
-                     allowed: Optional[Sequence[Optional[np.ndarray]]] = None
-                     ) -> List[List[Tuple[int, int, float]]]:
-        """Top-k concepts per query (best name score per concept, descending).
+                     allowed: Optional[Sequence[Optional[np.ndarray]]] = None,
+                     names: bool = True) -> List[List[Hit]]:
+        """Top-k concepts per query (best name score per concept, descending; exact
+        ties by the tie rank, see `set_tie_rank`).
 
         allowed: per query, a (n_concepts,) bool mask of the concepts it may
             return (a semantic-type filter), or None for all.
+        names: also find the index of each concept's best name (else -1).
         RETURNS (List[List[Tuple[int, int, float]]]): (concept index, index of
-            its best name, score) per query, best first.
-
-        Names are searched in growing pools (k * expansion, doubled while fewer
-        than k distinct allowed concepts appear), so the concept ranking equals
-        exact max-aggregation whenever the name search itself is exact.
+            its best name, score) per query, best first. Flat search is exact;
+            approximate indexes return exact scores for the names they find.
         """
         if k < 1:
             raise BioELError(Errors.E104.format(k=k))
         if not len(self):
             raise BioELError(Errors.E105)
         queries = np.ascontiguousarray(queries, dtype=np.float32)  # (batch, dim)
+        if self.index_type == "flat":
+            return self._search_flat(queries, k, allowed, names)
+        return self._search_approximate(queries, k, expansion, allowed)
+
+    def _search_flat(self, queries: np.ndarray, k: int, allowed, names: bool) -> List[List[Hit]]:
+        n_names, k = len(self), min(k, len(self._starts))
+        block = int(max(1, min(256, BLOCK_BYTES // (4 * max(n_names, len(self._starts))))))
+        torch = sys.modules.get("torch")  # never imported here: a torch-free install uses numpy
+        out: List[List[Hit]] = []
+        for first in range(0, len(queries), block):
+            scores = self._scores(queries[first:first + block])  # (b, n_names)
+            masks = allowed[first:first + block] if allowed is not None else None
+            if torch is not None and (masks is None or all(m is None for m in masks)):
+                out.extend(self._top_by_names(torch, scores, k, names))
+            else:
+                out.extend(self._top_by_concepts(scores, k, masks, names))
+        return out
+
+    def _top_by_concepts(self, scores, k: int, masks, names: bool) -> List[List[Hit]]:
+        """Exact: the best name of every concept (a segment max), then the top k."""
+        best = self._segment_max(scores)  # (b, n_segments) numpy
+        for row, mask in enumerate(masks or []):
+            if mask is not None:
+                best[row, ~mask[self._segment_owner]] = -np.inf
+        segments, values = top_k(best, k, self._tie_rank[self._segment_owner])  # (b, k)
+        rows = self._best_rows(scores, segments) if names else np.full(segments.shape, -1)
+        return [[(int(self._segment_owner[s]), int(r), float(v))
+                 for s, r, v in zip(seg_row, name_row, val_row) if np.isfinite(v)]
+                for seg_row, val_row, name_row in zip(segments, values, rows)]
+
+    def _top_by_names(self, torch, scores, k: int, names: bool) -> List[List[Hit]]:
+        """Exact and faster: the top names of each query (torch.topk), grouped by
+        concept. Every concept whose best name scores above the pool's lowest
+        score is in the pool with that name; a query with fewer than k such
+        concepts falls back to `_top_by_concepts`."""
+        matrix = scores if not isinstance(scores, np.ndarray) else torch.from_numpy(scores)
+        pool = min(len(self), max(4 * k, k + 64))
+        values, indices = torch.topk(matrix, pool, dim=1)  # sorted, best first
+        values, indices = values.float().cpu().numpy(), indices.cpu().numpy()
+        owners = self.owners[indices]  # (b, pool)
+        ties = self._tie_rank[owners]
+        order = np.lexsort((indices, owners, ties, -values), axis=1)  # score desc, tie rank, name
+        owners, scored, indices = (np.take_along_axis(a, order, axis=1)
+                                   for a in (owners, values, indices))
+        by_owner = np.argsort(owners, axis=1, kind="stable")  # stable: best name first
+        grouped = np.take_along_axis(owners, by_owner, axis=1)
+        starts = np.ones(grouped.shape, dtype=bool)
+        starts[:, 1:] = grouped[:, 1:] != grouped[:, :-1]
+        first = np.zeros(grouped.shape, dtype=bool)  # each concept's best name
+        np.put_along_axis(first, by_owner, starts, axis=1)
+        if pool < len(self):  # above the lowest score of the pool: certainly its best name
+            first &= scored > values[:, -1:]
+        keep = first & (np.cumsum(first, axis=1) <= k)
+        out: List[Optional[List[Hit]]] = []
+        for row in range(len(keep)):
+            chosen = keep[row]
+            rows = indices[row, chosen] if names else np.full(int(chosen.sum()), -1)
+            out.append(list(zip(owners[row, chosen].tolist(), rows.tolist(),
+                                scored[row, chosen].tolist())))
+        fallback = [row for row in range(len(keep)) if first[row].sum() < min(k, len(self._starts))]
+        if fallback:
+            exact = self._top_by_concepts(scores[fallback], k, None, names)
+            for row, hits in zip(fallback, exact):
+                out[row] = hits
+        return out  # type: ignore[return-value]
+
+    def _scores(self, queries: np.ndarray):
+        """(b, n_names) scores: a torch tensor on the device, or a numpy array."""
+        if self._matrix is not None:
+            import torch
+            q = torch.from_numpy(queries).to(self.device, dtype=self._matrix.dtype)
+            return q @ self._matrix.T
+        if self.embeddings.dtype == np.float32:
+            return queries @ self.embeddings.T
+        scores = np.empty((len(queries), len(self)), dtype=np.float32)
+        for start in range(0, len(self), 65536):  # float16 on disk: convert in chunks
+            scores[:, start:start + 65536] = queries @ self.rows(slice(start, start + 65536)).T
+        return scores
+
+    def _segment_max(self, scores) -> np.ndarray:
+        if isinstance(scores, np.ndarray):
+            return np.maximum.reduceat(scores, self._starts, axis=1)
+        import torch
+        segment = torch.from_numpy(np.repeat(np.arange(len(self._starts)),
+                                             np.diff(np.r_[self._starts, len(self)]))).to(scores.device)
+        best = torch.full((scores.shape[0], len(self._starts)), -float("inf"),
+                          device=scores.device, dtype=scores.dtype)
+        best.scatter_reduce_(1, segment.expand(scores.shape[0], -1), scores, reduce="amax")
+        return best.float().cpu().numpy()
+
+    def _best_rows(self, scores, segments: np.ndarray) -> np.ndarray:
+        """The row of the best name of each selected concept (segments (b, k))."""
+        starts = self._starts[segments]  # (b, k)
+        ends = np.r_[self._starts, len(self)][segments + 1]
+        width = int((ends - starts).max()) if segments.size else 1
+        rows = np.minimum(starts[..., None] + np.arange(width), len(self) - 1)  # (b, k, width)
+        flat = rows.reshape(len(segments), -1)
+        if isinstance(scores, np.ndarray):
+            values = np.take_along_axis(scores, flat, axis=1)
+        else:
+            import torch
+            values = scores.gather(1, torch.from_numpy(flat).to(scores.device)).float().cpu().numpy()
+        values = values.reshape(rows.shape)
+        values[rows >= ends[..., None]] = -np.inf
+        return np.take_along_axis(rows, values.argmax(axis=2)[..., None], axis=2)[..., 0]
+
+    def _search_approximate(self, queries: np.ndarray, k: int, expansion: int,
+                            allowed) -> List[List[Hit]]:
         n_names = len(self)
-        results: List[Optional[List[Tuple[int, int, float]]]] = [None] * len(queries)
+        results: List[Optional[List[Hit]]] = [None] * len(queries)
         pending = np.arange(len(queries))
         pool = min(n_names, max(k * expansion, k))
         while len(pending):
-            scores, indices = self._search_names(queries[pending], pool)
+            _, indices = self._index.search(queries[pending], pool)
             still = []
             for row, query_index in enumerate(pending):
-                ranked: Dict[int, Tuple[int, float]] = {}
+                found = indices[row][indices[row] >= 0]
+                exact = self.rows(found) @ queries[query_index]  # re-score exactly
+                order = np.lexsort((found, self._tie_rank[self.owners[found]], -exact))
                 mask = allowed[query_index] if allowed is not None else None
-                for name_index, score in zip(indices[row], scores[row]):
-                    if name_index < 0:
-                        continue
-                    owner = int(self.owners[name_index])
-                    if mask is not None and not mask[owner]:
-                        continue
-                    if owner not in ranked:
-                        ranked[owner] = (int(name_index), float(score))
+                ranked: Dict[int, Tuple[int, float]] = {}
+                for j in order:
+                    owner = int(self.owners[found[j]])
+                    if (mask is None or mask[owner]) and owner not in ranked:
+                        ranked[owner] = (int(found[j]), float(exact[j]))
                 if len(ranked) >= k or pool >= n_names:
                     results[query_index] = [(owner, name, score) for owner, (name, score)
                                             in list(ranked.items())[:k]]
@@ -185,67 +373,159 @@ class DenseCandidateStore:
             pool = min(n_names, pool * 2)
         return results  # type: ignore[return-value]
 
+    # ------------------------------------------------------------ serialise
+    def to_disk(self, folder: Union[str, Path]) -> None:
+        """Write `store.json`, `vectors.npy` (the embeddings), `owners.npy` and,
+        for approximate types, `faiss.index`, each through a temporary file."""
+        folder = Path(folder)
+        if folder.is_file():  # a store saved by an older version (one msgpack file)
+            folder.unlink()
+        folder.mkdir(parents=True, exist_ok=True)
+        meta = {"format": STORE_FORMAT, "dim": self.dim, "n_names": len(self),
+                "index_type": self.index_type, "params": self.params,
+                "dtype": str(self.vectors().dtype)}
+        _replace_file(folder / "vectors.npy", lambda p: _save_npy(p, self.vectors()))
+        _replace_file(folder / "owners.npy", lambda p: _save_npy(p, self.owners))
+        if self._index is not None:
+            import faiss
+            index = self._index
+            if hasattr(faiss, "index_gpu_to_cpu") and "Gpu" in type(index).__name__:
+                index = faiss.index_gpu_to_cpu(index)
+            _replace_file(folder / "faiss.index", lambda p: faiss.write_index(index, str(p)))
+        elif (folder / "faiss.index").exists():
+            (folder / "faiss.index").unlink()
+        _replace_file(folder / "store.json", lambda p: p.write_text(json.dumps(meta), encoding="utf-8"))
+
+    @classmethod
+    def from_disk(cls, folder: Union[str, Path], concept_ids: Sequence[str], *,
+                  device: str = "cpu", backend: str = "auto", mmap: bool = True
+                  ) -> "DenseCandidateStore":
+        """Load what `to_disk` wrote: the embeddings by memory map (nothing is
+        re-encoded or rebuilt); a FAISS index is read from its file into memory.
+        A store saved by an older version as one file is read with `from_bytes`."""
+        folder = Path(folder)
+        if folder.is_file():
+            return cls.from_bytes(folder.read_bytes(), device=device, path=str(folder))
+        try:
+            meta = json.loads((folder / "store.json").read_text(encoding="utf-8"))
+            if meta.get("format", 0) > STORE_FORMAT:
+                raise ValueError(f"format {meta.get('format')} is newer than {STORE_FORMAT}")
+            params = {k: v for k, v in meta.get("params", {}).items()
+                      if k in ("hnsw_m", "ivf_lists", "pq_m", "nprobe", "ef_search")}
+            needs_faiss = meta["index_type"] != "flat"
+            if needs_faiss and not faiss_available():
+                raise BioELError(Errors.E177.format(index_type=meta["index_type"]))
+            store = cls(concept_ids, int(meta["dim"]), index_type=meta["index_type"],
+                        backend=backend, device="cpu", **params)
+            vectors = np.load(folder / "vectors.npy", mmap_mode="r" if mmap else None,
+                              allow_pickle=False)
+            owners = np.load(folder / "owners.npy", allow_pickle=False)
+            if vectors.ndim != 2 or vectors.shape != (int(meta["n_names"]), store.dim) or \
+                    len(owners) != len(vectors) or vectors.dtype not in (np.float32, np.float16):
+                raise ValueError(f"vectors of shape {vectors.shape} ({vectors.dtype}) and "
+                                 f"{len(owners)} owners, not ({meta['n_names']}, {store.dim})")
+            if len(owners) and (owners.min() < 0 or owners.max() >= len(store.concept_ids)):
+                raise ValueError("owners point outside the concepts")
+            store._set_owners(owners)
+            store.embeddings = vectors
+            if needs_faiss:
+                import faiss
+                # read into memory: FAISS's IO_FLAG_MMAP turns inverted lists into on-disk
+                # lists that name the file, which saving over the folder would break
+                store._index = faiss.read_index(str(folder / "faiss.index"))
+                if store._index.ntotal != len(owners) or store._index.d != store.dim:
+                    raise ValueError("the FAISS index does not match the vectors")
+                store._apply_search_params(store._index)
+        except BioELError:
+            raise
+        except (OSError, KeyError, ValueError, TypeError, RuntimeError, AttributeError) as err:
+            raise BioELError(Errors.E154.format(path=folder, problem=f"{type(err).__name__}: {err}"))
+        store.to_device(device)
+        return store
+
     def to_bytes(self) -> bytes:
-        """A flat store saves its vectors as .npy (either backend loads them, FAISS
-        or not); HNSW and IVF-PQ save FAISS's own serialisation."""
+        """One msgpack with the .npy vectors (flat) or FAISS's serialisation (for
+        `from_bytes`; `to_disk` is the format pipelines use)."""
         import srsly
 
-        if self.backend == "faiss" and self.index_type != "flat":
+        if self._index is not None:
             import faiss
-            index_bytes = faiss.serialize_index(self._index).tobytes() if self._index is not None else b""
+            index_bytes = faiss.serialize_index(self._index).tobytes()
         else:
-            buffer = io.BytesIO()
-            np.save(buffer, self.vectors(), allow_pickle=False)
-            index_bytes = buffer.getvalue()
-        return srsly.msgpack_dumps({"format": "faiss" if self.index_type != "flat" else "npy",
+            index_bytes = _npy_bytes(self.vectors())
+        return srsly.msgpack_dumps({"format": "faiss" if self._index is not None else "npy",
             "concept_ids": self.concept_ids, "dim": self.dim, "index_type": self.index_type,
             "backend": self.backend, "params": self.params, "owners": self.owners.tolist(),
-            "index": index_bytes})
+            "index": index_bytes, "vectors": _npy_bytes(self.vectors()) if self._index is not None else b""})
 
     @classmethod
     def from_bytes(cls, data: bytes, *, device: str = "cpu", path: str = "<bytes>"
                    ) -> "DenseCandidateStore":
+        """Read `to_bytes` output, also as written by earlier versions (a flat
+        FAISS index, or HNSW / IVF-PQ without separate vectors)."""
         import srsly
 
         try:
             msg = srsly.msgpack_loads(data)
-            # files written before the "format" key: FAISS bytes when the backend was faiss
             fmt = msg.get("format", "faiss" if msg["backend"] == "faiss" else "npy")
-            backend = msg["backend"]
-            if backend == "faiss" and not faiss_available():
-                if fmt == "faiss" or msg["index_type"] != "flat":
-                    raise BioELError(Errors.E177.format(index_type=msg["index_type"]))
-                backend = "torch"
-            store = cls(msg["concept_ids"], msg["dim"], index_type=msg["index_type"] if backend == "faiss" else "flat",
-                        backend=backend, device=device, **msg["params"])
-            store.owners = np.asarray(msg["owners"], dtype=np.int64)
+            index_type = msg["index_type"]
+            if fmt == "faiss" and not faiss_available():
+                raise BioELError(Errors.E177.format(index_type=index_type))
+            params = {k: v for k, v in msg["params"].items()
+                      if k in ("hnsw_m", "ivf_lists", "pq_m", "nprobe", "ef_search")}
+            saved_backend = msg["backend"] if msg["backend"] in BACKENDS else "auto"
+            store = cls(msg["concept_ids"], msg["dim"], index_type=index_type,
+                        backend=saved_backend, device="cpu", **params)
+            owners = np.asarray(msg["owners"], dtype=np.int64)
             if not msg["index"]:
+                store._set_owners(owners)
                 return store
+            index = None
             if fmt == "faiss":
                 import faiss
                 index = faiss.deserialize_index(np.frombuffer(msg["index"], dtype=np.uint8))
                 if index.d != store.dim:
                     raise ValueError(f"vectors of dimension {index.d}, not {store.dim}")
-                if backend == "faiss":
-                    store._index = index
-                else:  # reconstruct vectors for the torch backend
-                    import torch
-                    store._matrix = torch.from_numpy(index.reconstruct_n(0, index.ntotal)).to(device)
+                if index.ntotal != len(owners):
+                    raise BioELError(Errors.E154.format(
+                        path=path, problem="index size differs from the name table"))
+                matrix = np.load(io.BytesIO(msg["vectors"]), allow_pickle=False) if msg.get("vectors") \
+                    else _reconstruct(index)
             else:
-                import torch
                 matrix = np.load(io.BytesIO(msg["index"]), allow_pickle=False)
-                if matrix.ndim != 2 or matrix.shape != (len(store.owners), store.dim):
-                    raise ValueError(f"vectors of shape {matrix.shape}, not "
-                                     f"({len(store.owners)}, {store.dim})")
-                if backend == "faiss":
-                    store.add(matrix, store.owners)
-                else:
-                    store._matrix = torch.from_numpy(matrix).to(device)
+            if matrix.ndim != 2 or matrix.shape != (len(owners), store.dim):
+                raise ValueError(f"vectors of shape {matrix.shape}, not ({len(owners)}, {store.dim})")
+            store._set_owners(owners)
+            store.embeddings = matrix
+            if index_type != "flat":
+                store._index = index if index is not None else store._build_faiss(matrix)
+                store._apply_search_params(store._index)
+        except BioELError:
+            raise
         except (KeyError, ValueError, TypeError, RuntimeError, AttributeError, OSError) as err:
             raise BioELError(Errors.E154.format(path=path, problem=f"{type(err).__name__}: {err}"))
-        if len(store.owners) and (store._index is not None and store._index.ntotal != len(store.owners)):
-            raise BioELError(Errors.E154.format(path=path, problem="index size differs from the name table"))
+        store.to_device(device)
         return store
 
 
-__all__ = ["DenseCandidateStore", "faiss_available", "INDEX_TYPES", "BACKENDS"]
+def _reconstruct(index) -> np.ndarray:
+    import faiss
+
+    if isinstance(index, faiss.IndexIVF) or "IVF" in type(index).__name__:
+        faiss.extract_index_ivf(index).make_direct_map()
+    return index.reconstruct_n(0, index.ntotal)
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _save_npy(path: Path, array: np.ndarray) -> None:
+    with open(path, "wb") as handle:
+        np.save(handle, np.asarray(array), allow_pickle=False)
+
+
+__all__ = ["DenseCandidateStore", "faiss_available", "INDEX_TYPES", "BACKENDS", "VECTOR_DTYPES",
+           "STORE_FORMAT"]

@@ -7,7 +7,13 @@ training epoch, spaCy's evaluation steps, an explicit `BioELLinker.refresh()`),
 never during prediction or serialisation. `stale` says the concept tower has
 changed since the last refresh. With `embedding_cache` set and a frozen
 concept tower, the embeddings are read from (or written to) a folder, keyed by
-the names, the encoder settings and the tower's weights.
+the names, the encoder settings and the tower's weights; writing is resumable
+(a KB of millions of names is encoded in chunks, and an interrupted run
+continues where it stopped).
+
+Saved, the index is a folder (`DenseCandidateStore.to_disk`): the embeddings
+load by memory map and a FAISS index is read from its file, so loading neither
+encodes nor rebuilds anything.
 
 References:
     kNN-BioEL Sec. 2.2 (dynamic hard negatives from an index refreshed every
@@ -20,12 +26,14 @@ Example:
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+from tqdm import tqdm
 
 from ..errors import BioELError, Errors
 from .dense import DenseCandidateStore
@@ -34,39 +42,87 @@ from .names import NameTable
 logger = logging.getLogger(__name__)
 Encode = Callable[[List[str]], np.ndarray]
 Hit = Tuple[int, int, float]  # (concept index, name index, score)
+ENCODE_CHUNK = 65536  # names encoded per call of `encode` during a refresh
 
 
 class NameIndex:
     """Name embeddings and the dense store over them.
 
-    index_type (str): 'flat' (exact), 'hnsw' or 'ivfpq' (see `DenseCandidateStore`).
-    backend (str): 'auto', 'faiss' or 'torch'.
+    index_type (str): 'flat' (exact), 'hnsw', 'hnsw_sq8', 'ivf_sq8' or 'ivfpq'
+        (see `DenseCandidateStore`).
+    backend (str): 'auto', 'faiss', 'torch' or 'numpy'.
     embedding_cache (Optional[str]): Folder for a frozen concept tower's embeddings.
+    vectors_dtype (str): 'float32' or 'float16' (halves the memory of the embeddings;
+        scores are computed in float32).
+    device (str): 'auto' (the encoder's device), 'cpu' or 'cuda:N': where the
+        flat store searches.
+    nprobe, ef_search (Optional[int]): search parameters of IVF / HNSW indexes.
     """
 
     def __init__(self, index_type: str = "flat", backend: str = "auto",
-                 embedding_cache: Optional[str] = None) -> None:
+                 embedding_cache: Optional[str] = None, vectors_dtype: str = "float32",
+                 device: str = "auto", nprobe: Optional[int] = None,
+                 ef_search: Optional[int] = None, hnsw_m: int = 32, ivf_lists: int = 0) -> None:
         self.index_type = index_type
         self.backend = backend
         self.embedding_cache = embedding_cache
+        self.vectors_dtype = vectors_dtype
+        self.device = device
+        self.search_params = {"nprobe": nprobe, "ef_search": ef_search, "hnsw_m": hnsw_m,
+                              "ivf_lists": ivf_lists}
         self.names: Optional[NameTable] = None
-        self.embeddings: Optional[np.ndarray] = None  # (n_names, dim)
         self.store: Optional[DenseCandidateStore] = None
         self.stale = True
+        self._device = "cpu"  # resolved device
+
+    @property
+    def embeddings(self) -> Optional[np.ndarray]:
+        """(n_names, dim) embeddings (float32 or float16; a memory map when loaded)."""
+        return self.store.embeddings if self.store is not None else None
 
     def set_names(self, names: NameTable) -> None:
         """Index these names (embedded by the next `refresh`)."""
         self.names = names
-        self.embeddings = None
         self.store = None
         self.stale = True
 
+    def initialize(self, kb, index: "NameIndex") -> None:
+        """Take over `index`'s names and embeddings and build this index's store
+        over them (`set-stage ... index` changes the index type or the vector
+        precision of a trained linker without encoding anything)."""
+        if index is self or index.names is None:
+            return
+        self.names, self._device, self.stale = index.names, index._device, index.stale
+        self.store = None
+        if index.ready:
+            vectors = index.store.embeddings
+            if vectors.dtype != np.dtype(self.vectors_dtype):
+                vectors = np.asarray(vectors, dtype=self.vectors_dtype)
+            store = self._new_store(vectors.shape[1])
+            store.add(vectors, self.names.owners, self.names.tie_rank)
+            self.store = store
+
     @property
     def ready(self) -> bool:
-        return self.store is not None and self.embeddings is not None
+        return self.store is not None and self.store.embeddings is not None
 
-    def refresh(self, encode: Encode, cache_key: Optional[str] = None) -> None:
-        """Embed every name with `encode` and rebuild the store.
+    def use_device(self, device: str) -> None:
+        """Search on the encoder's `device` when `device` was 'auto' (a flat
+        store moves its embeddings to a GPU; see `DenseCandidateStore.to_device`)."""
+        self._device = str(device) if self.device == "auto" else self.device
+        if self.store is not None and self.store.device != self._device:
+            self.store.to_device(self._device)
+
+    def _new_store(self, dim: int) -> DenseCandidateStore:
+        params = self.search_params
+        return DenseCandidateStore(self.names.concept_ids, dim, index_type=self.index_type,
+                                   backend=self.backend, device=self._device,
+                                   hnsw_m=params["hnsw_m"], ivf_lists=params["ivf_lists"],
+                                   nprobe=params["nprobe"], ef_search=params["ef_search"])
+
+    def refresh(self, encode: Encode, cache_key: Optional[str] = None,
+                progress: bool = True) -> None:
+        """Embed every name with `encode` (in chunks) and rebuild the store.
 
         encode (Callable[[List[str]], np.ndarray]): texts -> (n, dim) embeddings.
         cache_key (Optional[str]): A key for the embedding cache (None: no cache,
@@ -75,41 +131,85 @@ class NameIndex:
         if self.names is None:
             raise BioELError(Errors.E105)
         logger.info("Encoding %d names of %d concepts", len(self.names), len(self.names.concept_ids))
-        embeddings = self._cached(encode, cache_key)
-        store = DenseCandidateStore(self.names.concept_ids, embeddings.shape[1],
-                                    index_type=self.index_type, backend=self.backend)
-        store.add(embeddings, self.names.owners)
-        self.embeddings, self.store, self.stale = embeddings, store, False
+        embeddings = self._cached(encode, cache_key, progress)
+        store = self._new_store(embeddings.shape[1])
+        store.add(embeddings, self.names.owners, self.names.tie_rank)
+        self.store, self.stale = store, False
 
-    def _cached(self, encode: Encode, cache_key: Optional[str]) -> np.ndarray:
+    def _encode_into(self, encode: Encode, out: np.ndarray, start: int, progress: bool,
+                     done: Optional[Callable[[int], None]] = None) -> np.ndarray:
+        names = self.names.names
+        chunks = range(start, len(names), ENCODE_CHUNK)
+        for first in tqdm(chunks, desc="Encoding names", unit=" chunks",
+                          disable=not progress or len(chunks) < 2):
+            out[first:first + ENCODE_CHUNK] = encode(names[first:first + ENCODE_CHUNK])
+            if done is not None:
+                done(min(len(names), first + ENCODE_CHUNK))
+        return out
+
+    def _allocate(self, encode: Encode) -> np.ndarray:
+        first = np.asarray(encode(self.names.names[:1]))
+        return np.empty((len(self.names), first.shape[1]), dtype=self.vectors_dtype)
+
+    def _cached(self, encode: Encode, cache_key: Optional[str], progress: bool) -> np.ndarray:
         if not self.embedding_cache or cache_key is None:
-            return encode(self.names.names)
-        path = Path(self.embedding_cache) / f"names-{cache_key}.npy"
+            return self._encode_into(encode, self._allocate(encode), 0, progress)
+        folder = Path(self.embedding_cache)
+        suffix = "" if self.vectors_dtype == "float32" else "-f16"
+        path = folder / f"names-{cache_key}{suffix}.npy"
         if path.exists():
-            embeddings = np.load(path)
+            embeddings = np.load(path, mmap_mode="r")
             if embeddings.shape[0] == len(self.names):
                 logger.info("Read %d name embeddings from %s", len(embeddings), path)
-                return embeddings
+                return np.asarray(embeddings, dtype=self.vectors_dtype)
             logger.warning("Ignoring %s (shape %s)", path, embeddings.shape)
-        embeddings = encode(self.names.names)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp.npy")
-        np.save(partial, embeddings)
-        partial.replace(path)  # atomic: concurrent runs never read a half-written file
-        return embeddings
+        folder.mkdir(parents=True, exist_ok=True)
+        partial, state = path.with_suffix(".partial.npy"), path.with_suffix(".partial.json")
+        start = 0
+        if partial.exists() and state.exists():  # resume an interrupted encoding
+            start = int(json.loads(state.read_text(encoding="utf-8")).get("done", 0))
+            out = np.load(partial, mmap_mode="r+")
+            if out.shape[0] != len(self.names):
+                start, out = 0, None
+            else:
+                logger.info("Resuming the encoding of %s at name %d", path.name, start)
+        else:
+            out = None
+        if out is None:
+            dim = self._allocate(encode).shape[1]
+            out = np.lib.format.open_memmap(partial, mode="w+", dtype=self.vectors_dtype,
+                                            shape=(len(self.names), dim))
+
+        def done(count: int) -> None:
+            out.flush()
+            state.write_text(json.dumps({"done": count}), encoding="utf-8")
+
+        self._encode_into(encode, out, start, progress, done)
+        out.flush()
+        del out
+        os.replace(partial, path)  # atomic: concurrent runs never read a half-written file
+        state.unlink(missing_ok=True)
+        return np.asarray(np.load(path, mmap_mode="r"), dtype=self.vectors_dtype)
 
     def _require(self) -> None:
         if not self.ready:
             raise BioELError(Errors.E168)
 
     def search(self, queries: np.ndarray, k: int,
-               masks: Optional[Sequence[Optional[np.ndarray]]] = None) -> List[List[Hit]]:
+               masks: Optional[Sequence[Optional[np.ndarray]]] = None,
+               names: bool = True) -> List[List[Hit]]:
         """Top-k concepts per query, best name score per concept, best first.
 
         masks: per query, a (n_concepts,) bool array of allowed concepts, or None.
+        names: also return each concept's best name (else -1 in its place).
         """
         self._require()
-        return self.store.search_names(queries, k, allowed=masks)
+        return self.store.search_names(queries, k, allowed=masks, names=names)
+
+    def vectors(self, rows: Union[Sequence[int], np.ndarray, slice]) -> np.ndarray:
+        """RETURNS (np.ndarray): float32 embeddings of name rows."""
+        self._require()
+        return self.store.rows(rows)
 
     def similarities(self, queries: np.ndarray, concepts: Sequence[Sequence[int]]
                      ) -> List[List[float]]:
@@ -119,28 +219,52 @@ class NameIndex:
         RETURNS (List[List[float]]): aligned with `concepts`.
         """
         self._require()
-        return [self.names.best_per_listed(row, lambda rows: self.embeddings[rows] @ query)
+        return [self.names.best_per_listed(row, lambda rows: self.store.rows(rows) @ query)
                 for query, row in zip(queries, concepts)]
 
     def closest_name(self, query: np.ndarray, concept: int) -> int:
         """The index of `concept`'s name most similar to `query`."""
         start, end = self.names.offsets[concept], self.names.end(concept)
-        return int(start + np.argmax(self.embeddings[start:end] @ query))
+        return int(start + np.argmax(self.store.rows(slice(start, end)) @ query))
+
+    def to_disk(self, path: Union[str, Path]) -> None:
+        """Save the store (its folder); E168 before the first refresh."""
+        self._require()
+        self.store.to_disk(path)
+
+    def from_disk(self, path: Union[str, Path]) -> "NameIndex":
+        """Load a store saved by `to_disk` (or, from an older version, one file)
+        for the current names: embeddings by memory map, nothing re-encoded (E154
+        when it does not fit them)."""
+        if self.names is None:
+            raise BioELError(Errors.E154.format(path=path, problem="no KB is set"))
+        store = DenseCandidateStore.from_disk(path, self.names.concept_ids, device=self._device,
+                                              backend=self.backend)
+        if len(store) != len(self.names) or not np.array_equal(store.owners, self.names.owners):
+            raise BioELError(Errors.E154.format(
+                path=path, problem="its names differ from the KB's"))
+        if store.index_type != "flat":
+            store.set_search_params(nprobe=self.search_params["nprobe"],
+                                    ef_search=self.search_params["ef_search"])
+        store.set_tie_rank(self.names.tie_rank)
+        self.store, self.stale = store, False
+        return self
 
     def to_bytes(self) -> bytes:
-        """The dense store (it holds the embeddings); E168 before the first refresh."""
+        """The dense store in one message (see `DenseCandidateStore.to_bytes`)."""
         self._require()
         return self.store.to_bytes()
 
     def from_bytes(self, data: bytes, *, path: str = "<bytes>") -> "NameIndex":
         """Restore a store written by `to_bytes` for the current names (E154
         when it does not fit them)."""
-        store = DenseCandidateStore.from_bytes(data, path=path)
+        store = DenseCandidateStore.from_bytes(data, path=path, device=self._device)
         if self.names is None or len(store) != len(self.names):
             raise BioELError(Errors.E154.format(
                 path=path, problem="its name count differs from the KB's"))
-        self.store, self.embeddings, self.stale = store, store.vectors(), False
+        store.set_tie_rank(self.names.tie_rank)
+        self.store, self.stale = store, False
         return self
 
 
-__all__ = ["NameIndex"]
+__all__ = ["NameIndex", "ENCODE_CHUNK"]

@@ -3,7 +3,7 @@ concept, built from a KB plus optional extra names (train/dev mention strings
 under BioSyn's dictionary protocol)."""
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -70,18 +70,32 @@ class NameTable:
         np.maximum.at(best, positions, score_rows(rows))
         return best.tolist()
 
+    @property
+    def tie_rank(self) -> np.ndarray:
+        """(n_concepts,) the order in which concepts win an exact score tie: fewer
+        names first, then KB order. Under a model where a mention is one of its
+        concept's names drawn uniformly, P(name | concept) = 1 / |names|, so a
+        name shared by two concepts points to the one with fewer names (NCBI dev:
+        6 of 6 tied mentions either way as KB order; see the README)."""
+        counts = np.diff(np.r_[self.offsets, len(self.names)])
+        rank = np.empty(len(counts), dtype=np.int64)
+        rank[np.lexsort((np.arange(len(counts)), counts))] = np.arange(len(counts))
+        return rank
+
     def max_per_concept(self, scores: np.ndarray) -> np.ndarray:
         """(batch, n_names) -> (batch, n_concepts): the best name score per concept."""
         return np.maximum.reduceat(scores, self.offsets, axis=1)
 
 
-def top_k(scores: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
+def top_k(scores: np.ndarray, k: int, tie_rank: Optional[np.ndarray] = None
+          ) -> Tuple[np.ndarray, np.ndarray]:
     """Row-wise top-k of a (batch, n) matrix, by descending score; ties are broken
-    by the lower index (KB order), whatever k is.
+    by `tie_rank` (an (n,) rank per column), else by the lower index (KB order),
+    whatever k is.
 
     A plain argpartition picks an arbitrary member of a tie at the k-th place,
     so results would depend on k; here every item scoring at least the k-th
-    score competes, and the order is (score desc, index asc).
+    score competes, and the order is (score desc, tie rank asc, index asc).
     RETURNS (Tuple[np.ndarray, np.ndarray]): (indices, scores), each (batch, min(k, n)).
     """
     k = min(k, scores.shape[1])
@@ -93,7 +107,8 @@ def top_k(scores: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
     indices = np.empty((scores.shape[0], k), dtype=np.int64)
     for row in range(scores.shape[0]):
         competing = np.flatnonzero(scores[row] >= kth[row])
-        order = np.lexsort((competing, -scores[row, competing]))[:k]
+        ties = tie_rank[competing] if tie_rank is not None else competing
+        order = np.lexsort((competing, ties, -scores[row, competing]))[:k]
         indices[row] = competing[order]
     return indices, np.take_along_axis(scores, indices, axis=1)
 

@@ -8,7 +8,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 from spacy.util import registry
 
 from ..kb.knowledge_base import KnowledgeBase
-from ..validation import as_float, as_int
+from ..validation import as_bool, as_float, as_int
 
 GeneratorBuilder = Callable[..., Callable]
 
@@ -46,17 +46,43 @@ def create_name_index(index_type: str = "flat", backend: str = "auto",
                       embedding_cache: Optional[str] = None):
     """The linker's concept-name index (see `spacy_bioel.index.name_index`).
 
-    index_type: 'flat' (exact), 'hnsw' or 'ivfpq'; backend: 'auto', 'faiss' or
-    'torch'; embedding_cache: a folder caching a frozen concept tower's name
-    embeddings across runs on the same KB (None: always encode).
+    index_type: 'flat' (exact), 'hnsw' or 'ivfpq' (or the v2 types); backend:
+    'auto', 'faiss', 'torch' or 'numpy'; embedding_cache: a folder caching a
+    frozen concept tower's name embeddings across runs on the same KB (None:
+    always encode). Float32 vectors, searched on the encoder's device.
     """
-    from .dense import BACKENDS, INDEX_TYPES
+    return create_name_index_v2(index_type, backend, embedding_cache)
+
+
+@registry.misc("spacy-bioel.NameIndex.v2")
+def create_name_index_v2(index_type: str = "flat", backend: str = "auto",
+                         embedding_cache: Optional[str] = None, vectors_dtype: str = "float32",
+                         device: str = "auto", nprobe: Optional[int] = None,
+                         ef_search: Optional[int] = None, hnsw_m: int = 32, ivf_lists: int = 0):
+    """The linker's concept-name index, with the settings of large KBs.
+
+    index_type: 'flat' (exact), 'hnsw', 'hnsw_sq8', 'ivf_sq8' or 'ivfpq' (the
+    8-bit types hold a UMLS-size KB in about 1.2 GB); vectors_dtype: 'float32'
+    or 'float16' (the stored embeddings; scores in float32); device: 'auto'
+    (the encoder's), 'cpu' or 'cuda:N'; nprobe (IVF, default 32), ef_search
+    (HNSW, default 128), hnsw_m (graph degree), ivf_lists (0: about 4 sqrt(n)).
+    """
+    from ..errors import BioELError, Errors
+    from .dense import BACKENDS, INDEX_TYPES, VECTOR_DTYPES
     from .name_index import NameIndex
 
     if index_type not in INDEX_TYPES or backend not in BACKENDS:
-        from ..errors import BioELError, Errors
         raise BioELError(Errors.E152.format(index_type=index_type, backend=backend))
-    return NameIndex(index_type, backend, embedding_cache)
+    if vectors_dtype not in VECTOR_DTYPES:
+        raise BioELError(Errors.E175.format(name="index.vectors_dtype", value=repr(vectors_dtype),
+                                            expected=" or ".join(VECTOR_DTYPES)))
+    if device != "auto" and device != "cpu" and not str(device).startswith("cuda"):
+        raise BioELError(Errors.E175.format(name="index.device", value=repr(device),
+                                            expected="'auto', 'cpu' or 'cuda:N'"))
+    return NameIndex(index_type, backend, embedding_cache, vectors_dtype, device,
+                     None if nprobe is None else as_int("index.nprobe", nprobe, 1),
+                     None if ef_search is None else as_int("index.ef_search", ef_search, 1),
+                     as_int("index.hnsw_m", hnsw_m, 2), as_int("index.ivf_lists", ivf_lists, 0))
 
 
 @registry.misc("spacy-bioel.DenseCandidates.v1")
@@ -80,6 +106,15 @@ def create_exact_candidates():
     """Candidates stage: concepts with a name equal to the mention (normalised)."""
     from .candidates import ExactCandidates
     return ExactCandidates()
+
+
+@registry.misc("spacy-bioel.ExactShortcut.v1")
+def create_exact_shortcut(defer_to_training: bool = True):
+    """Shortcut stage: a mention that is a KB name of exactly one concept links
+    to it without the encoder; with defer_to_training, not the names that
+    training mentions link elsewhere (see `ExactShortcut`)."""
+    from .candidates import ExactShortcut
+    return ExactShortcut(as_bool("shortcut.defer_to_training", defer_to_training))
 
 
 @registry.misc("spacy-bioel.HybridCandidates.v1")

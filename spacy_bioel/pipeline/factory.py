@@ -35,12 +35,16 @@ DEFAULT_CONFIG = {
             "calibration": None},
     "negatives": {"@misc": "spacy-bioel.HardNegatives.v1", "n": 4},
     "fgsm": None,
+    "shortcut": None,
+    "runtime": {"@misc": "spacy-bioel.TorchRuntime.v1", "threads": 0},
     "top_k": 64,
     "context_window": 0,
     "abbreviations": True,
     "nil_without_alnum": True,
     "exact_shortcut": False,
     "encode_batch_size": 256,
+    "cache_size": 10000,
+    "cache_across_calls": False,
     "kb_ents_attr": "kb_ents",
     "is_nil_attr": "is_nil",
     "nil_score_attr": "nil_score",
@@ -56,9 +60,10 @@ DEFAULT_CONFIG = {
                                          "nel_micro_f": 0.0, "nel_micro_p": None,
                                          "nel_micro_r": None})
 def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, index,
-                      candidates, type_filter, ranker, nil, negatives, fgsm, top_k: int,
-                      context_window: int, abbreviations: bool, nil_without_alnum: bool,
-                      exact_shortcut: bool, encode_batch_size: int,
+                      candidates, type_filter, ranker, nil, negatives, fgsm, shortcut, runtime,
+                      top_k: int, context_window: int, abbreviations: bool,
+                      nil_without_alnum: bool, exact_shortcut: bool, encode_batch_size: int,
+                      cache_size: int, cache_across_calls: bool,
                       kb_ents_attr: str, is_nil_attr: str, nil_score_attr: str,
                       similarity_attr: str, probability_attr: str,
                       scorer: Optional[Callable]) -> BioELLinker:
@@ -75,24 +80,35 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
     nil: `spacy-bioel.ThresholdNIL.v2` (calibrated) or `.v1` (1 - similarity).
     negatives: `spacy-bioel.HardNegatives.v1`, `.RandomNegatives.v1`, `.MixedNegatives.v1`.
     fgsm: None or `spacy-bioel.FGSM.v1` (Wiatrak et al. eqs. 6-8).
+    shortcut: None or `spacy-bioel.ExactShortcut.v1`: a mention that is a KB name
+        of exactly one concept links to it without the encoder (nor the kNN
+        datastore); counted in `linker.counts['exact_shortcut']`.
+    runtime: `spacy-bioel.TorchRuntime.v1` (threads) or `.OnnxRuntime.v1`
+        (quantize null | 'int8', threads, batch_size): how mentions are encoded at
+        prediction; a pipeline saved with ONNX loads without building PyTorch.
     top_k: candidates written to `Span._.<kb_ents_attr>`.
     context_window: tokens of context each side of a mention (0: the span alone).
     abbreviations: also score a defined short form through its long form.
     nil_without_alnum: a mention with no letter or digit (punctuation, symbols,
         whitespace, NUL, zero-width characters) is NIL without being encoded;
         counted in `linker.counts['nil_without_alnum']`.
-    exact_shortcut: a mention whose normalised text is a KB name of exactly one
-        concept links to it without the encoder (nor the kNN datastore); counted in
-        `linker.counts['exact_shortcut']`.
+    exact_shortcut: the `shortcut` stage's `ExactShortcut` when `shortcut` is null
+        (the setting from before the stage; kept for saved configs).
     encode_batch_size: texts per encoder forward pass at prediction and refresh.
+    cache_size: embeddings and decisions remembered (each; 0 turns caching off):
+        a repeated mention is encoded and ranked once per `nlp.pipe` call.
+    cache_across_calls: keep the cache between calls (until a model, KB, stage or
+        setting changes).
     *_attr: the Span extensions written (several linkers can share a pipeline).
     """
     install_fork_handler()  # n_process workers: no inherited thread pool (encoders.threads)
     return BioELLinker(nlp.vocab, model, name, loss=loss, index=index, candidates=candidates,
                        ranker=ranker, nil=nil, negatives=negatives, fgsm=fgsm,
-                       type_filter=type_filter, top_k=top_k, context_window=context_window,
+                       shortcut=shortcut, runtime=runtime, type_filter=type_filter,
+                       top_k=top_k, context_window=context_window,
                        abbreviations=abbreviations, nil_without_alnum=nil_without_alnum,
                        exact_shortcut=exact_shortcut, encode_batch_size=encode_batch_size,
+                       cache_size=cache_size, cache_across_calls=cache_across_calls,
                        attrs={"kb_ents_attr": kb_ents_attr, "is_nil_attr": is_nil_attr,
                               "nil_score_attr": nil_score_attr,
                               "similarity_attr": similarity_attr,

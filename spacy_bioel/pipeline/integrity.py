@@ -28,6 +28,8 @@ REMEDIES = {
            "`python -m spacy_bioel repair-pipeline {pipeline} NEW_DIR --kb KB` (it re-encodes "
            "the index)."),
     "index": REBUILD, "datastore": REBUILD,
+    "runtime": ("It is derived from the weights: `python -m spacy_bioel repair-pipeline "
+                "{pipeline} NEW_DIR` exports the ONNX mention encoder again."),
     "encoder": ("Copy the tokenizer files and config.json of the encoder the pipeline was "
                 "trained from (paths.encoder) into {component}/encoder, or re-save the "
                 "pipeline from its training output, or retrain.")}

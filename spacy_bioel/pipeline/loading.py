@@ -37,10 +37,11 @@ def load_pipeline(path: Union[str, Path]) -> Language:
 
 
 def repair_pipeline(path: Union[str, Path], kb: Optional[KnowledgeBase] = None) -> Language:
-    """Load a saved pipeline without its derived parts (the name index and the
-    kNN datastore; and the KB when `kb` replaces it), then re-encode them from
-    the weights, the KB and the training mentions (E176 names this remedy)."""
-    parts = {"index", "datastore"} | ({"kb"} if kb is not None else set())
+    """Load a saved pipeline without its derived parts (the name index, the kNN
+    datastore and an exported ONNX encoder; and the KB when `kb` replaces it),
+    then re-create them from the weights, the KB and the training mentions (E176
+    names this remedy; the ONNX graph is exported again when the pipeline is saved)."""
+    parts = {"index", "datastore", "runtime"} | ({"kb"} if kb is not None else set())
     token = REBUILD_PARTS.set(frozenset(parts))
     try:
         nlp = load_pipeline(path)

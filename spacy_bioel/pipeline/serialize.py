@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import shutil
 import tempfile
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Optional
 
 import srsly
 from spacy import util
@@ -25,14 +26,16 @@ from ..datastore.knn import DatastoreKNN
 from ..errors import BioELError, Errors, Warnings, warn
 from ..kb.knowledge_base import KnowledgeBase
 from ..validation import as_bool, as_int
+from ..files import replace_file
 from .integrity import MANIFEST, damaged, verify_manifest, write_manifest
+from .weights import DeferredModel, check_vocabulary, load_model
 
 if TYPE_CHECKING:
     from .linker import BioELLinker
 
 logger = logging.getLogger(__name__)
 FORMAT_VERSION = 2
-STAGES = ("ranker", "nil", "candidates")
+STAGES = ("ranker", "nil", "candidates", "shortcut")
 # pre-stage cfg keys (v1 pipelines, `evaluate --set`) -> stage parameters
 LEGACY_OPTIONS = {"use_knn": "ranker.use_knn", "knn_k": "ranker.knn_k",
                   "knn_lambda": "ranker.knn_lambda", "knn_beta1": "ranker.beta1",
@@ -41,6 +44,8 @@ LEGACY_OPTIONS = {"use_knn": "ranker.use_knn", "knn_k": "ranker.knn_k",
 
 # prediction settings of the component and their checks (E175)
 SETTINGS: Dict[str, Callable[[Any], Any]] = {
+    "cache_size": lambda v: as_int("cache_size", v, 0),
+    "cache_across_calls": lambda v: as_bool("cache_across_calls", v),
     "top_k": lambda v: as_int("top_k", v, 1),
     "context_window": lambda v: as_int("context_window", v, 0),
     "abbreviations": lambda v: as_bool("abbreviations", v),
@@ -91,22 +96,29 @@ def _writers(linker: "BioELLinker") -> Dict[str, Callable[[Path], Any]]:
     from ..encoders.thinc_biencoder import save_encoder_config
 
     writers: Dict[str, Callable[[Path], Any]] = {"cfg": lambda p: srsly.write_json(p, _cfg(linker))}
-    if linker.kb is not None and linker.model.layers:
+    deferred = linker.deferred_model
+    if linker.kb is not None and (linker.model.layers or deferred is not None):
         if linker.index.stale or linker.datastore_stale:
             warn(Warnings.W006.format(name=linker.name))
         writers.update({
             "kb": lambda p: linker.kb.to_disk(p),
-            "index": lambda p: p.write_bytes(linker.index.to_bytes()),
-            "datastore": lambda p: p.write_bytes(linker.datastore.to_bytes()),
+            "index": lambda p: linker.index.to_disk(p),
+            "datastore": lambda p: replace_file(p, lambda t: t.write_bytes(linker.datastore.to_bytes())),
             "train_mentions": lambda p: srsly.write_msgpack(p, linker.train_mentions),
-            "encoder": lambda p: save_encoder_config(linker.model, p),
-            "model": lambda p: linker.model.to_disk(p)})
+            "encoder": (deferred.save_encoder if deferred is not None else
+                        lambda p: save_encoder_config(linker.model, p)),
+            "model": (deferred.save_weights if deferred is not None else
+                      lambda p: replace_file(p, lambda t: linker.model.to_disk(t)))})
+        if linker.runtime.has_files:
+            writers["runtime"] = lambda p: linker.runtime.to_disk(p, linker.model)
     return writers
 
 
 def to_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> None:
     path = util.ensure_path(path)
     util.to_disk(path, _writers(linker), exclude)
+    if not linker.runtime.has_files and "runtime" not in exclude and (path / "runtime").is_dir():
+        shutil.rmtree(path / "runtime")  # saved over a pipeline that was served by ONNX
     write_manifest(path)
 
 
@@ -152,10 +164,10 @@ def from_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> "BioELLink
         linker.set_kb(KnowledgeBase.from_disk(path / "kb"))
         linker.datastore_stale = datastore_stale if linker.datastore is not None else True
     if "model" in parts:
-        _load_model(linker, path, saved)
+        _load_weights(linker, path, saved.get("dim"), exclude)
     dim = linker.model.get_dim("nO") if linker.model.has_dim("nO") else saved.get("dim")
     if "index" in parts:
-        linker.index.from_bytes((path / "index").read_bytes(), path=str(path / "index"))
+        linker.index.from_disk(path / "index")
         if dim is not None and linker.index.store.dim != dim:
             raise damaged(path / "index", "index", f"vectors of dimension "
                            f"{linker.index.store.dim} for a model of dimension {dim}: it comes "
@@ -170,6 +182,38 @@ def from_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> "BioELLink
     if "train_mentions" in parts:
         linker.train_mentions = _read(path / "train_mentions", "train_mentions", _read_mentions)
     return linker
+
+
+def _load_weights(linker: "BioELLinker", path: Path, dim: Optional[int], exclude) -> None:
+    """Load the PyTorch module now, or, when the runtime stage has its saved
+    ONNX graph (and tokenizer.json), only pin the weights (`DeferredModel`)."""
+    runtime = linker.runtime
+    tokenizer_file = path / "encoder" / "tokenizer.json"
+    if runtime.has_files and "runtime" not in exclude and (path / "runtime").is_dir() \
+            and tokenizer_file.exists():
+        deferred = DeferredModel(path, dim)
+        check_vocabulary(_vocab_size(tokenizer_file), deferred.vocab_size, path / "encoder")
+        try:
+            runtime.from_disk(path / "runtime", tokenizer_file,
+                              int(linker.model.attrs.get("max_length") or 25))
+        except (OSError, ValueError, RuntimeError) as err:  # onnxruntime's load errors
+            raise damaged(path / "runtime" / "mention.onnx", "runtime",
+                          f"{type(err).__name__}: {str(err)[:200]}")
+        if not runtime.needs_model():
+            linker.defer_model(deferred)
+            return
+    load_model(linker.model, path, dim)
+    runtime.invalidate()
+    linker.model_changed()
+
+
+def _vocab_size(tokenizer_file: Path) -> Optional[int]:
+    from tokenizers import Tokenizer
+
+    try:
+        return Tokenizer.from_file(str(tokenizer_file)).get_vocab_size()
+    except Exception as err:  # tokenizers raises its own Exception type
+        raise damaged(tokenizer_file, "encoder", f"{type(err).__name__}: {str(err)[:200]}")
 
 
 def _read(path: Path, part: str, reader: Callable[[Path], Any]) -> Any:
@@ -187,51 +231,6 @@ def _read_mentions(path: Path) -> list:
     if not all(len(m) == 2 and all(isinstance(v, str) for v in m) for m in mentions):
         raise ValueError("entries are not (mention, concept id) pairs")
     return mentions
-
-
-def _load_model(linker: "BioELLinker", path: Path, saved: Dict[str, Any]) -> None:
-    """Rebuild the module from the saved encoder config, then load the weights
-    (torch>=2.6 reads them with weights_only: no pickle code runs). A weights file
-    that does not parse is E176; weights of another shape are E157."""
-    import pickle
-
-    from ..encoders.thinc_biencoder import build_from_saved
-
-    try:
-        build_from_saved(linker.model, path / "encoder")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise damaged(path / "encoder", "encoder", f"{type(err).__name__}: {str(err)[:200]}")
-    _check_tokenizer(linker, path / "encoder")
-    try:
-        linker.model.from_disk(path / "model")
-    except RuntimeError as err:
-        if "size mismatch" in str(err) or "key(s) in state_dict" in str(err):
-            raise BioELError(Errors.E157.format(path=path, key="weights", saved=type(err).__name__,
-                                                config=str(err)[:200]))
-        raise damaged(path / "model", "model", f"{type(err).__name__}: {str(err)[:200]}")
-    except (ValueError, KeyError, TypeError, EOFError, IndexError, AttributeError,
-            pickle.UnpicklingError) as err:
-        raise damaged(path / "model", "model", f"{type(err).__name__}: {str(err)[:200]}")
-    if saved.get("dim") is not None and linker.model.get_dim("nO") != saved["dim"]:
-        raise BioELError(Errors.E157.format(path=path, key="dim", saved=saved["dim"],
-                                            config=linker.model.get_dim("nO")))
-
-
-def _check_tokenizer(linker: "BioELLinker", encoder_dir: Path) -> None:
-    """A tokenizer whose vocabulary does not cover the model's embedding table
-    (e.g. tokenizer files missing, so transformers fell back to a bare one) would
-    turn every mention into [UNK]: refuse it (E176)."""
-    from ..encoders.thinc_biencoder import torch_module
-
-    tokenizer = linker.model.attrs.get("tokenizer")
-    config = getattr(torch_module(linker.model).mention_encoder, "config", None)
-    vocab_size = getattr(config, "vocab_size", None)
-    if tokenizer is None or not vocab_size:
-        return
-    size = len(tokenizer)
-    if size < vocab_size // 2:
-        raise damaged(encoder_dir, "encoder", f"the tokenizer has {size} tokens for a model "
-                       f"with {vocab_size}: its vocabulary files are missing or damaged")
 
 
 def _check_attrs(path, saved: Dict[str, Any], config: Dict[str, Any]) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from ..encoders.thinc_biencoder import tokenize, torch_module
-from ..encoders.torch_biencoder import length_buckets
+from ..encoders.common import length_buckets
 
 
 class FGSM:

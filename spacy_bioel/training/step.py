@@ -68,7 +68,7 @@ def train_step(model, loss_fn: Callable, batch: MentionBatch, index: NameIndex,
             adversarial = everything[size + len(rows):][inverse]
     else:
         everything = m = xp2torch(output, requires_grad=True)
-        n = torch.from_numpy(index.embeddings[rows]).to(m.device)
+        n = torch.from_numpy(index.vectors(rows)).to(m.device)
         if fgsm is not None:
             adversarial = fgsm.encode_frozen(model, m, name_texts, p)
     gold = torch.tensor(batch.gold, device=m.device)

@@ -1,3 +1,7 @@
+"""The dense store against brute force: flat search is exact (numpy, torch,
+the top-names path and the per-concept path agree, ties included), the
+approximate indexes recall most of the exact top-k, and what is saved loads
+by memory map into the same answers."""
 import numpy as np
 import pytest
 
@@ -5,16 +9,17 @@ from spacy_bioel.errors import BioELError
 from spacy_bioel.index.dense import DenseCandidateStore
 
 
-def exact_concepts(queries, names, owners, concept_ids, k):
-    """Brute force: best name score per concept, top-k (ties by concept index)."""
+def exact_concepts(queries, names, owners, concept_ids, k, tie_rank=None):
+    """Brute force: best name score per concept, top-k (ties by tie rank, then index)."""
     sims = queries @ names.T  # (batch, n_names)
+    tie_rank = np.arange(len(concept_ids)) if tie_rank is None else tie_rank
     out = []
     for row in sims:
         best = {}
         for name_index, score in enumerate(row):
             owner = owners[name_index]
             best[owner] = max(best.get(owner, -np.inf), score)
-        ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1], tie_rank[kv[0]], kv[0]))[:k]
         out.append([(concept_ids[o], float(s)) for o, s in ranked])
     return out
 
@@ -36,25 +41,70 @@ def ids(results):
     return [[cid for cid, _ in row] for row in results]
 
 
-@pytest.mark.parametrize("backend", ["faiss", "torch"])
-def test_exact_store_equals_brute_force(data, backend):
+@pytest.mark.parametrize("backend", ["auto", "numpy", "torch"])
+@pytest.mark.parametrize("k", [1, 10, 64, 290])
+def test_flat_store_equals_brute_force(data, backend, k):
     names, owners, queries, concept_ids = data
     store = DenseCandidateStore(concept_ids, 16, backend=backend)
     store.add(names, owners)
-    got = store.search(queries, k=10, expansion=1)  # forces pool doubling
-    want = exact_concepts(queries, names, owners, concept_ids, 10)
+    got = store.search(queries, k=k)
+    want = exact_concepts(queries, names, owners, concept_ids, k)
     assert ids(got) == ids(want)
     for g_row, w_row in zip(got, want):
         assert [s for _, s in g_row] == pytest.approx([s for _, s in w_row], abs=1e-5)
 
 
-def test_hnsw_recall_against_exact(data):
+def test_top_names_path_equals_per_concept_path_with_ties(monkeypatch):
+    """Scores rounded to one decimal tie everywhere: both exact paths give the same
+    concepts, scores and best names; without torch the per-concept path answers."""
+    import sys
+
+    import torch
+
+    rng = np.random.default_rng(1)
+    for trial in range(4):
+        n_concepts = int(rng.integers(5, 400))
+        owners = np.sort(rng.integers(0, n_concepts, int(rng.integers(n_concepts, 3000))))
+        names = np.round(rng.normal(size=(len(owners), 6)), 1).astype(np.float32)
+        queries = np.round(rng.normal(size=(30, 6)), 1).astype(np.float32)
+        tie_rank = rng.permutation(n_concepts)
+        store = DenseCandidateStore([f"C{i}" for i in range(n_concepts)], 6)
+        store.add(names, owners, tie_rank)
+        scores = store._scores(queries)
+        for k in (1, 5, 64, 500):
+            fast = store._top_by_names(torch, scores, k, True)
+            assert fast == store._top_by_concepts(scores, k, None, True)
+            want = exact_concepts(queries, names, owners, store.concept_ids, k, tie_rank)
+            assert ids(store.search(queries, k)) == ids(want)
+    monkeypatch.delitem(sys.modules, "torch")  # a torch-free install
+    assert store.search_names(queries, 5) == store._top_by_concepts(scores, 5, None, True)
+
+
+def test_masks_and_concepts_without_names(data):
     names, owners, queries, concept_ids = data
-    store = DenseCandidateStore(concept_ids, 16, index_type="hnsw")
+    store = DenseCandidateStore(concept_ids + ["EMPTY"], 16)  # a concept with no name
+    store.add(names, owners)
+    allowed = np.zeros(len(concept_ids) + 1, dtype=bool)
+    allowed[::3] = True
+    got = store.search_names(queries, 10, allowed=[allowed] * len(queries))
+    for row in got:
+        assert len(row) == 10 and all(allowed[c] for c, _, _ in row)
+    assert all(c != len(concept_ids) for row in store.search_names(queries, 300) for c, _, _ in row)
+
+
+@pytest.mark.parametrize("index_type", ["hnsw", "hnsw_sq8", "ivf_sq8"])
+def test_approximate_recall_against_exact(data, index_type):
+    names, owners, queries, concept_ids = data
+    store = DenseCandidateStore(concept_ids, 16, index_type=index_type, ivf_lists=8, nprobe=8)
     store.add(names, owners)
     got, want = ids(store.search(queries, k=10)), ids(exact_concepts(queries, names, owners, concept_ids, 10))
     recall = np.mean([len(set(g) & set(w)) / 10 for g, w in zip(got, want)])
     assert recall >= 0.9
+    exact = dict(zip(*np.unique(owners, return_index=True)))  # scores are re-scored exactly
+    for query, row in zip(queries, store.search_names(queries, 5)):
+        for concept, name, score in row:
+            assert score == pytest.approx(float(names[name] @ query), abs=1e-5)
+            assert owners[name] == concept and concept in exact
 
 
 def test_ivfpq_runs_and_mostly_agrees(data):
@@ -67,17 +117,59 @@ def test_ivfpq_runs_and_mostly_agrees(data):
     assert all(len(row) == 5 for row in got) and top1 >= 0.6
 
 
+@pytest.mark.parametrize("index_type", ["flat", "hnsw_sq8", "ivf_sq8"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_to_disk_loads_by_memory_map(data, tmp_path, index_type, dtype):
+    names, owners, queries, concept_ids = data
+    store = DenseCandidateStore(concept_ids, 16, index_type=index_type, ivf_lists=8, nprobe=8)
+    store.add(names.astype(dtype), owners)
+    store.to_disk(tmp_path / "index")
+    loaded = DenseCandidateStore.from_disk(tmp_path / "index", concept_ids)
+    assert isinstance(loaded.embeddings, np.memmap) and loaded.embeddings.dtype == dtype
+    assert loaded.search_names(queries, 7) == store.search_names(queries, 7)
+    loaded.to_disk(tmp_path / "index")  # saved over the files it maps: nothing lost
+    again = DenseCandidateStore.from_disk(tmp_path / "index", concept_ids)
+    assert again.search_names(queries, 7) == store.search_names(queries, 7)
+    if dtype == "float16":  # scores are float32 products of the stored float16 vectors
+        want = exact_concepts(queries, names.astype(dtype).astype(np.float32), owners,
+                              concept_ids, 7)
+        if index_type == "flat":
+            assert ids(loaded.search(queries, 7)) == ids(want)
+
+
 @pytest.mark.parametrize("backend", ["faiss", "torch"])
-def test_round_trip(data, backend):
+def test_bytes_round_trip(data, backend):
     names, owners, queries, concept_ids = data
     store = DenseCandidateStore(concept_ids, 16, backend=backend)
     store.add(names, owners)
     loaded = DenseCandidateStore.from_bytes(store.to_bytes())
-    assert loaded.backend == backend
     assert ids(loaded.search(queries, k=7)) == ids(store.search(queries, k=7))
 
 
-def test_errors(data):
+def test_reads_a_store_saved_by_the_previous_version(data, tmp_path):
+    """Pipelines saved before the folder format hold one msgpack file: flat FAISS
+    bytes (the old default) load, HNSW keeps its graph."""
+    import faiss
+    import srsly
+
+    names, owners, queries, concept_ids = data
+    for index_type, index in (("flat", faiss.IndexFlatIP(16)),
+                              ("hnsw", faiss.IndexHNSWFlat(16, 32, faiss.METRIC_INNER_PRODUCT))):
+        index.add(names)
+        old = srsly.msgpack_dumps({"concept_ids": concept_ids, "dim": 16, "index_type": index_type,
+                                   "backend": "faiss", "params": {"hnsw_m": 32, "ivf_lists": 1024,
+                                                                  "pq_m": 16},
+                                   "owners": owners.tolist(),
+                                   "index": faiss.serialize_index(index).tobytes()})
+        (tmp_path / index_type).write_bytes(old)
+        loaded = DenseCandidateStore.from_disk(tmp_path / index_type, concept_ids)
+        want = exact_concepts(queries, names, owners, concept_ids, 5)
+        got = ids(loaded.search(queries, 5))
+        assert got == ids(want) if index_type == "flat" else \
+            np.mean([len(set(g) & set(w)) / 5 for g, w in zip(got, ids(want))]) >= 0.9
+
+
+def test_errors(data, tmp_path):
     names, owners, queries, concept_ids = data
     with pytest.raises(BioELError) as err:
         DenseCandidateStore(concept_ids, 16, index_type="hnsw", backend="torch")
@@ -90,5 +182,14 @@ def test_errors(data):
         store.add(names[:, :8], owners)
     assert err.value.code == "E153"
     with pytest.raises(BioELError) as err:
+        store.add(names, owners[::-1])  # names must be grouped by concept
+    assert err.value.code == "E153"
+    with pytest.raises(BioELError) as err:
         DenseCandidateStore.from_bytes(b"\x93garbage")
     assert err.value.code == "E154"
+    store.add(names, owners)
+    store.to_disk(tmp_path / "index")
+    np.save(tmp_path / "index" / "vectors.npy", names[:10])
+    with pytest.raises(BioELError) as err:
+        DenseCandidateStore.from_disk(tmp_path / "index", concept_ids)
+    assert err.value.code == "E154" and "vectors of shape" in str(err.value)

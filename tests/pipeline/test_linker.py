@@ -180,7 +180,7 @@ def test_serialisation_errors(trained, tmp_path):
     assert err.value.code == "E157"
     # a corrupted index
     shutil.copytree(tmp_path / "ok", tmp_path / "corrupt")
-    (tmp_path / "corrupt" / "bioel_linker" / "index").write_bytes(b"\x93garbage")
+    (tmp_path / "corrupt" / "bioel_linker" / "index" / "vectors.npy").write_bytes(b"\x93garbage")
     with pytest.raises(BioELError) as err:
         spacy.load(tmp_path / "corrupt")
     assert err.value.code == "E176"  # the manifest's checksum
@@ -203,7 +203,7 @@ def test_staleness_and_epoch_refresh(tiny_bert_dir):
     nlp.initialize(lambda: train)
     assert not linker.index.stale and len(linker.datastore) == 2
     before = linker.index.to_bytes()
-    linker._eval_frequency = 0  # no evaluation steps: only the epoch end refreshes
+    linker.steps.eval_frequency = 0  # no evaluation steps: only the epoch end refreshes
     nlp.update(train, sgd=Adam(1e-2), losses={})
     # one update = one epoch of these 2 mentions: the index was refreshed at epoch end
     assert len(linker.epoch_seconds) == 1 and not linker.index.stale

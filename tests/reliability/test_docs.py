@@ -131,7 +131,7 @@ def test_n_process_2_matches_n_process_1_with_default_threads(tiny_bert_dir, tmp
     assert "identical 24" in result.stdout
 
 
-def test_without_faiss_a_saved_pipeline_loads_on_torch(nlp, tmp_path, monkeypatch):
+def test_without_faiss_a_saved_pipeline_loads_and_searches_with_numpy(nlp, tmp_path, monkeypatch):
     from spacy_bioel.index import dense
 
     doc = nlp.make_doc("colon cancer")
@@ -141,14 +141,14 @@ def test_without_faiss_a_saved_pipeline_loads_on_torch(nlp, tmp_path, monkeypatc
     monkeypatch.setattr(dense, "faiss_available", lambda: False)
     monkeypatch.setitem(sys.modules, "faiss", None)  # `import faiss` raises ImportError
     loaded = spacy.load(tmp_path / "p")
-    assert loaded.get_pipe("bioel_linker").index.store.backend == "torch"
+    assert loaded.get_pipe("bioel_linker").index.store.backend == "numpy"
     doc = loaded.make_doc("colon cancer")
     doc.ents = [spacy.tokens.Span(doc, 0, 2, label="Disease")]
     got = output(loaded(doc))
     assert [g[2] for g in got] == [w[2] for w in want]
     assert np.allclose([p for _, p in got[0][3]], [p for _, p in want[0][3]], atol=1e-5)
-    store = dense.DenseCandidateStore(["A"], 4, backend="faiss")  # flat: torch instead
-    assert store.backend == "torch"
+    store = dense.DenseCandidateStore(["A"], 4, backend="faiss")  # flat: exact BLAS search
+    assert store.backend == "numpy"
     with pytest.raises(BioELError, match="E177"):
         dense.DenseCandidateStore(["A"], 4, index_type="hnsw", backend="faiss")
 

@@ -1,0 +1,121 @@
+"""Export the mention tower of a bi-encoder to ONNX (optionally int8).
+
+The graph takes (input_ids, attention_mask) int64 (batch, seq) and returns the
+pooled (L2-normalised for cosine) embedding, exactly `BiEncoder.encode` for the
+mention tower. It is traced with a padded batch, so the attention mask's
+padding branch is part of the graph, and checked against PyTorch before it is
+used (E179 when it differs).
+
+int8 is ONNX Runtime's dynamic quantisation with per-channel int8 weights of the
+MatMul nodes (the embedding table stays float32: quantising it too lost more
+accuracy than it saved memory; see the README's benchmark).
+
+References:
+    ONNX Runtime, "Quantize ONNX models" (dynamic quantisation).
+"""
+from __future__ import annotations
+
+import io
+import logging
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..errors import BioELError, Errors
+
+logger = logging.getLogger(__name__)
+QUANTIZATIONS = (None, "int8")
+OPSET = 17
+PROBE_TEXTS = ["colon cancer", "familial adenomatous polyposis of the colon", "FAP", "x"]
+
+
+def _require_onnx() -> None:
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError as err:
+        raise BioELError(Errors.E178.format(missing=err.name or "onnx")) from err
+
+
+def export_mention_encoder(model, quantize: Optional[str] = None) -> bytes:
+    """The ONNX bytes of `model`'s mention tower (a thinc `spacy-bioel.BiEncoder.v1`
+    with its PyTorch module built), float32 or int8.
+
+    RETURNS (bytes): A serialized ONNX model (E178 without onnx/onnxruntime,
+        E179 when the graph's output differs from PyTorch's).
+    """
+    import torch
+
+    from .thinc_biencoder import tokenize, torch_module
+
+    _require_onnx()
+    module = torch_module(model)
+    device = next(module.parameters()).device
+
+    class MentionGraph(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.biencoder = module
+
+        def forward(self, input_ids, attention_mask):
+            return self.biencoder.encode("mention", input_ids, attention_mask)
+
+    graph = MentionGraph().eval()
+    ids, mask = tokenize(model, PROBE_TEXTS, device)  # padded: the masking branch is traced
+    buffer = io.BytesIO()
+    was_training = module.training
+    module.eval()
+    try:
+        with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
+            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notes
+            torch.onnx.export(graph, (ids, mask), buffer, input_names=["input_ids", "attention_mask"],
+                              output_names=["embedding"], opset_version=OPSET, dynamo=False,
+                              dynamic_axes={"input_ids": {0: "batch", 1: "sequence"},
+                                            "attention_mask": {0: "batch", 1: "sequence"},
+                                            "embedding": {0: "batch"}})
+            reference = graph(ids, mask).float().cpu().numpy()
+    finally:
+        module.train(was_training)
+    data = buffer.getvalue()
+    if quantize == "int8":
+        data = quantize_int8(data)
+    check_export(data, ids.cpu().numpy(), mask.cpu().numpy(), reference, quantize)
+    return data
+
+
+def quantize_int8(data: bytes) -> bytes:
+    """ONNX Runtime dynamic quantisation: per-channel int8 MatMul weights."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        source, target = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
+        source.write_bytes(data)
+        root = logging.getLogger()
+        previous, root.disabled = root.disabled, True  # it logs a pre-processing hint there
+        try:
+            quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8,
+                             per_channel=True, op_types_to_quantize=["MatMul"])
+        finally:
+            root.disabled = previous
+        return target.read_bytes()
+
+
+def check_export(data: bytes, ids: np.ndarray, mask: np.ndarray, reference: np.ndarray,
+                 quantize: Optional[str]) -> None:
+    """E179 unless the ONNX graph reproduces PyTorch's embeddings of a padded
+    batch (cosine >= 0.9999 in float32, >= 0.9 in int8)."""
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+    got = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+    cosine = (got * reference).sum(1) / (np.linalg.norm(got, axis=1) *
+                                         np.linalg.norm(reference, axis=1) + 1e-12)
+    bound = 0.9 if quantize else 0.9999
+    if not np.all(cosine >= bound):
+        raise BioELError(Errors.E179.format(cosine=float(cosine.min()), bound=bound))
+
+
+__all__ = ["export_mention_encoder", "quantize_int8", "check_export", "QUANTIZATIONS", "OPSET"]

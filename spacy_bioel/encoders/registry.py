@@ -1,0 +1,22 @@
+"""Registered prediction runtimes of the linker (entry points in `spacy_misc`)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from spacy.util import registry
+
+
+@registry.misc("spacy-bioel.TorchRuntime.v1")
+def create_torch_runtime(threads: int = 0):
+    """Mentions encoded by the component's PyTorch module (see `encoders.runtime`).
+    threads: inference threads (0: the libraries' defaults)."""
+    from .runtime import TorchRuntime
+    return TorchRuntime(threads)
+
+
+@registry.misc("spacy-bioel.OnnxRuntime.v1")
+def create_onnx_runtime(quantize: Optional[str] = None, threads: int = 0, batch_size: int = 64):
+    """Mentions encoded by ONNX Runtime from the exported mention tower
+    (quantize: null or 'int8'); needs the `onnx` extra (see `encoders.runtime`)."""
+    from .runtime import OnnxRuntime
+    return OnnxRuntime(quantize, threads, batch_size)

@@ -1,0 +1,208 @@
+"""The `runtime` stage of the linker: how mentions are encoded at prediction time.
+
+- `TorchRuntime` (`spacy-bioel.TorchRuntime.v1`, the default): the component's
+  PyTorch bi-encoder, in eval mode under `torch.inference_mode`.
+- `OnnxRuntime` (`spacy-bioel.OnnxRuntime.v1`): the mention tower exported to
+  ONNX (float32, or int8 with `quantize = "int8"`) and run by ONNX Runtime. A
+  pipeline saved with it keeps `runtime/mention.onnx`; loading it reads that
+  file and the tokenizer (`tokenizers` alone), and builds the PyTorch module
+  only when training, a refresh or saving needs it, so it loads in a fraction
+  of the time, and in an environment without PyTorch (see the README).
+
+Training, the concept tower (the name index) and the kNN datastore always use
+PyTorch. `threads` (> 0) caps the threads of PyTorch, ONNX Runtime, the BLAS
+that scores the name index, and FAISS; 0 leaves each library's default.
+
+Example:
+    >>> runtime = OnnxRuntime(quantize="int8")
+    >>> runtime.encode(model, ["colon cancer"], batch_size=64)
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from ..errors import BioELError, Errors
+from ..files import PinnedFile, replace_file
+from ..validation import as_int
+from .common import length_buckets
+from .threads import limit_threads
+
+logger = logging.getLogger(__name__)
+ONNX_FILE, ONNX_META = "mention.onnx", "runtime.json"
+
+
+class TorchRuntime:
+    """Mentions encoded by the component's PyTorch module.
+
+    threads (int): Threads for inference (0: the libraries' defaults).
+    """
+
+    name = "torch"
+    has_files = False
+
+    def __init__(self, threads: int = 0) -> None:
+        self.threads = as_int("runtime.threads", threads, 0)
+        self._threads_set = False
+
+    def needs_model(self) -> bool:
+        return True
+
+    def _apply_threads(self) -> None:
+        if self.threads and not self._threads_set:
+            limit_threads(self.threads)
+            self._threads_set = True
+
+    def encode(self, model, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        """RETURNS (np.ndarray): (len(texts), dim) float32 mention embeddings."""
+        from .thinc_biencoder import embed_texts
+
+        self._apply_threads()
+        return embed_texts(model, texts, "mention", batch_size)
+
+    def cache_keys(self, model, texts: Sequence[str]) -> List[str]:
+        """The texts after the tokenizer's normaliser (see `encoders.tokenize`)."""
+        from .thinc_biencoder import batch_tokenizer
+
+        tokenizer = batch_tokenizer(model) if model.layers else None
+        return tokenizer.cache_keys(texts) if tokenizer is not None else list(texts)
+
+    def invalidate(self) -> None:
+        """The weights changed (nothing to redo for PyTorch)."""
+
+    def get_params(self) -> Dict[str, Any]:
+        return {"threads": self.threads}
+
+
+class OnnxRuntime:
+    """Mentions encoded by ONNX Runtime from the exported mention tower.
+
+    quantize (Optional[str]): None (float32) or 'int8' (dynamic quantisation).
+    threads (int): Threads for inference (0: the libraries' defaults).
+    batch_size (int): Texts per ONNX Runtime call (small batches pad less).
+    """
+
+    name = "onnx"
+    has_files = True
+
+    def __init__(self, quantize: Optional[str] = None, threads: int = 0, batch_size: int = 64) -> None:
+        from .onnx_export import QUANTIZATIONS
+
+        if quantize not in QUANTIZATIONS:
+            raise BioELError(Errors.E175.format(name="runtime.quantize", value=repr(quantize),
+                                                expected="null or 'int8'"))
+        self.quantize = quantize
+        self.threads = as_int("runtime.threads", threads, 0)
+        self.batch_size = as_int("runtime.batch_size", batch_size, 1)
+        self._session = None
+        self._tokenizer = None
+        self._onnx: Optional[bytes] = None  # exported in this process
+        self._file: Optional[PinnedFile] = None  # loaded from a saved pipeline
+        self._stale = True
+
+    def needs_model(self) -> bool:
+        """Whether encoding needs the PyTorch module (no current ONNX graph yet)."""
+        return self._stale or (self._onnx is None and self._file is None)
+
+    def invalidate(self) -> None:
+        """The mention tower changed: export again before the next encoding."""
+        self._stale = True
+        self._session = None
+
+    def _ready(self, model) -> None:
+        if self.needs_model():
+            from .onnx_export import export_mention_encoder
+            from .thinc_biencoder import batch_tokenizer
+
+            if not model.layers:
+                raise BioELError(Errors.E168)
+            self._onnx = export_mention_encoder(model, self.quantize)
+            self._file, self._session, self._stale = None, None, False
+            self._tokenizer = batch_tokenizer(model)
+            logger.info("Exported the mention tower to ONNX (%s, %.1f MB)",
+                        self.quantize or "float32", len(self._onnx) / 1e6)
+        if self._session is None:
+            self._session = self._new_session(self._onnx if self._onnx is not None
+                                              else str(self._file.path))
+        if self._tokenizer is None:
+            from .thinc_biencoder import batch_tokenizer
+
+            self._tokenizer = batch_tokenizer(model)
+
+    def _new_session(self, source: Union[bytes, str]):
+        try:
+            import onnxruntime
+        except ImportError as err:
+            raise BioELError(Errors.E178.format(missing="onnxruntime")) from err
+        if self.threads:
+            limit_threads(self.threads)
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        # idle threads must not spin: the name search (BLAS) runs right after on the same cores
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+    def encode(self, model, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        """RETURNS (np.ndarray): (len(texts), dim) float32 mention embeddings."""
+        self._ready(model)
+        unique: Dict[str, int] = {}
+        inverse = np.fromiter((unique.setdefault(t, len(unique)) for t in texts), dtype=np.int64,
+                              count=len(texts))
+        keys = list(unique)
+        out: Optional[np.ndarray] = None
+        for indices in length_buckets(keys, min(batch_size, self.batch_size)):
+            ids, mask = self._tokenizer([keys[i] for i in indices])
+            embeddings = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+            if out is None:
+                out = np.empty((len(keys), embeddings.shape[1]), dtype=np.float32)
+            out[indices] = embeddings
+        return out[inverse] if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+    def cache_keys(self, model, texts: Sequence[str]) -> List[str]:
+        if self._tokenizer is None:
+            self._ready(model)
+        return self._tokenizer.cache_keys(texts)
+
+    def to_disk(self, folder: Union[str, Path], model) -> None:
+        """Write runtime/mention.onnx (exporting first if the weights changed)
+        and runtime.json; needs the PyTorch module only to export."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        if self.needs_model():
+            self._ready(model)
+        if self._onnx is not None:
+            replace_file(folder / ONNX_FILE, lambda p: p.write_bytes(self._onnx))
+        else:
+            self._file.copy_to(folder / ONNX_FILE)
+        meta = {"format": 1, "quantize": self.quantize}
+        replace_file(folder / ONNX_META, lambda p: p.write_text(json.dumps(meta), encoding="utf-8"))
+
+    def from_disk(self, folder: Union[str, Path], tokenizer_file: Union[str, Path],
+                  max_length: int) -> "OnnxRuntime":
+        """Use the graph saved in `folder` (E176 names a damaged file). A graph of
+        another quantisation than configured is exported again on first use."""
+        from .tokenize import BatchTokenizer
+
+        folder = Path(folder)
+        try:
+            meta = json.loads((folder / ONNX_META).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise BioELError(Errors.E154.format(path=folder / ONNX_META, problem=str(err)))
+        self._file, self._onnx = PinnedFile(folder / ONNX_FILE), None
+        self._session = None
+        self._stale = meta.get("quantize") != self.quantize
+        if not self._stale:
+            self._session = self._new_session(str(self._file.path))
+            self._tokenizer = BatchTokenizer.from_file(tokenizer_file, max_length)
+        return self
+
+    def get_params(self) -> Dict[str, Any]:
+        return {"quantize": self.quantize, "threads": self.threads, "batch_size": self.batch_size}
+
+
+__all__ = ["TorchRuntime", "OnnxRuntime", "ONNX_FILE", "ONNX_META"]

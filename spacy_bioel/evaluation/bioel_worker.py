@@ -1,0 +1,86 @@
+"""One run of a saved bioel_linker pipeline for the side-by-side benchmark
+(`python -m spacy_bioel side-by-side`), in a fresh process, possibly of another
+environment (the pipeline served by ONNX runs where PyTorch is not installed).
+
+    python bioel_worker.py link PIPELINE DOCS.jsonl OUT.json [BATCH_SIZE]
+    python bioel_worker.py build PIPELINE OUT.json
+
+`link` loads the pipeline, builds docs from DOCS.jsonl ({"text", "ents":
+[[start, end, label], ...]} per line) with its tokenizer, links them with
+`nlp.pipe` and writes each mention's `kb_id_` (a concept or NIL), the times,
+the peak RSS and the linker's counts (shortcuts, cache hits). `build` times
+what building the pipeline's derived parts from its KB and weights takes: the
+name index (every KB name encoded), the kNN datastore and, for the ONNX
+runtime, the exported encoder (`repair-pipeline`'s work).
+"""
+import json
+import resource
+import sys
+import time
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def link(pipeline: str, docs_path: str, out: str, batch_size: int = 64) -> None:
+    start = time.perf_counter()
+    import spacy
+
+    imported = time.perf_counter()
+    rss_imported = peak_rss_mb()
+    nlp = spacy.load(pipeline)
+    loaded = time.perf_counter()
+
+    def docs():
+        with open(docs_path, encoding="utf-8") as handle:
+            for line in handle:
+                record = json.loads(line)
+                doc = nlp.make_doc(record["text"])
+                doc.ents = [doc.char_span(s, e, label=label, alignment_mode="expand")
+                            for s, e, label in record["ents"]]
+                yield doc
+
+    predictions = []
+    for doc in nlp.pipe(docs(), batch_size=batch_size):
+        predictions.extend(ent.kb_id_ or "NIL" for ent in doc.ents)
+    linked = time.perf_counter()
+    counts = {}
+    for _, pipe in nlp.pipeline:
+        counts.update({k: int(v) for k, v in getattr(pipe, "counts", {}).items()})
+    runtime = [getattr(pipe, "runtime", None) for _, pipe in nlp.pipeline]
+    result = {"import_s": imported - start, "load_s": loaded - imported,
+              "link_s": linked - loaded, "mentions": len(predictions),
+              "predictions": predictions, "rss_after_import_mb": rss_imported,
+              "peak_rss_mb": peak_rss_mb(), "counts": counts,
+              "torch_imported": "torch" in sys.modules,
+              "runtime": [getattr(r, "name", None) for r in runtime if r is not None],
+              "versions": {"spacy": spacy.__version__, "python": sys.version.split()[0]}}
+    with open(out, "w", encoding="utf-8") as handle:
+        json.dump(result, handle)
+
+
+def build(pipeline: str, out: str) -> None:
+    import tempfile
+
+    start = time.perf_counter()
+    from spacy_bioel.pipeline.loading import repair_pipeline
+
+    nlp = repair_pipeline(pipeline)  # loads without index, datastore and runtime; re-creates them
+    with tempfile.TemporaryDirectory() as tmp:
+        nlp.to_disk(tmp)  # an ONNX runtime exports the mention tower here
+    result = {"build_s": time.perf_counter() - start, "peak_rss_mb": peak_rss_mb()}
+    with open(out, "w", encoding="utf-8") as handle:
+        json.dump(result, handle)
+
+
+if __name__ == "__main__":
+    if sys.path and sys.path[0].rstrip("/").endswith("evaluation"):
+        del sys.path[0]  # run by path: the package's modules must not shadow any import
+    args = sys.argv[1:]
+    if args and args[0] == "link" and len(args) in (4, 5):
+        link(args[1], args[2], args[3], int(args[4]) if len(args) == 5 else 64)
+    elif args and args[0] == "build" and len(args) == 3:
+        build(args[1], args[2])
+    else:
+        sys.exit(__doc__)

@@ -1,0 +1,68 @@
+"""What the linker remembers between mentions: the embedding of every text it
+encoded and the decision of every entity it linked, bounded (least recently
+used entries go first).
+
+Keys are exact for the model. A text is keyed as the encoder sees it, after
+its tokenizer's normaliser (BERT lowercases and strips accents, so "Colon
+Cancer" and "colon cancer" share one embedding); a decision is keyed by the
+mention's text, the long form it is read through (a defined abbreviation) and,
+with a type filter, its label. Decisions made without the encoder (an exact-name
+shortcut, a mention without letters or digits) are not cached: they cost nothing.
+
+Scope: by default one cache lives for one `nlp.pipe` (or `nlp(doc)`) call, so a
+mention repeated in a corpus is encoded and ranked once per call; with
+`cache_across_calls` it lives until the model, the KB, the index, the datastore
+or a setting changes. A repeated entry is the same computation as the first
+(the scores of a query can differ from a fresh run by float rounding, about
+1e-7, which depends on the batch it was computed in).
+"""
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from typing import Any, Hashable, Optional
+
+
+class LRUCache:
+    """A dict bounded to `size` entries; `get` refreshes an entry, `put` evicts
+    the least recently used one. size 0 stores nothing."""
+
+    def __init__(self, size: int) -> None:
+        self.size = int(size)
+        self._items: "OrderedDict[Hashable, Any]" = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: Hashable) -> Optional[Any]:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key: Hashable, value: Any) -> None:
+        if self.size <= 0:
+            return
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        self._items.clear()
+
+
+class LinkCache:
+    """Text embeddings and entity decisions, each bounded to `size` entries, and
+    counts of hits and misses (`stats`)."""
+
+    def __init__(self, size: int) -> None:
+        self.embeddings = LRUCache(size)
+        self.decisions = LRUCache(size)
+        self.stats: Counter = Counter()
+
+    def clear(self) -> None:
+        self.embeddings.clear()
+        self.decisions.clear()
+
+
+__all__ = ["LRUCache", "LinkCache"]

@@ -1,0 +1,121 @@
+"""When the linker encodes and learns: refreshing the name index and the kNN
+datastore, and one training update (the bodies of `BioELLinker.refresh`,
+`build_datastore`, `update` and `finish_update`).
+
+Refresh happens only at defined moments: `initialize`, the end of an epoch (the
+name index, for fresh hard negatives, when the concept tower trains), spaCy's
+evaluation steps (step % [training] eval_frequency == 0), the
+`spacy-bioel.RefreshLinkers.v1` before_to_disk callback and `refresh()`.
+Each of them, and every optimizer step, forgets the cached embeddings and
+decisions of the prediction path and marks an exported ONNX encoder stale.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional
+
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples
+from thinc.api import Optimizer
+
+from ..datastore.knn import DatastoreKNN
+from ..encoders.thinc_biencoder import concept_tower_trained, embed_texts
+from ..errors import BioELError, Errors
+from . import serialize
+from .mentions import gold_mentions
+
+if TYPE_CHECKING:
+    from .linker import BioELLinker
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainingState:
+    """Where training is: optimizer steps, mentions seen in the current epoch,
+    when it started, and spaCy's evaluation frequency (refresh steps)."""
+    steps: int = 0
+    seen_in_epoch: int = 0
+    epoch_start: float = 0.0
+    eval_frequency: int = 0
+
+
+def refresh(linker: "BioELLinker", force: bool, datastore: bool) -> None:
+    """Re-encode what is stale (or everything with `force`): the concept-name
+    index, then (unless `datastore` is False) the kNN datastore, with PyTorch."""
+    if linker.kb is None:
+        raise BioELError(Errors.E160.format(name=linker.name))
+    linker.require_model("refreshing the name index or the datastore")
+    linker.index.use_device(linker.model_device())
+    if force or linker.index.stale:
+        key = None if concept_tower_trained(linker.model) else serialize.name_cache_key(linker)
+        linker.index.refresh(lambda texts: linker.embed(texts, "concept", progress=True), key)
+    if datastore and (force or linker.datastore_stale or linker.datastore is None):
+        linker.datastore = DatastoreKNN(linker.model.get_dim("nO"))
+        if linker.train_mentions:
+            texts = [text for text, _ in linker.train_mentions]
+            linker.datastore.add(embed_texts(linker.model, texts, "mention",
+                                             linker.cfg["encode_batch_size"]),
+                                 [cid for _, cid in linker.train_mentions])
+        linker.datastore_stale = False
+    linker.model_changed()
+
+
+def build_datastore(linker: "BioELLinker", docs: Iterable[Doc]) -> int:
+    """Replace the datastore with the gold mentions of `docs`; RETURNS its size."""
+    mentions = gold_mentions((Example(d, d) for d in docs), linker.resolve,
+                             linker.cfg["context_window"])
+    linker.train_mentions = [(text, linker.index.names.concept_ids[c]) for text, c, _ in mentions]
+    linker.datastore_stale = True
+    linker.refresh()
+    return len(linker.datastore)
+
+
+def update(linker: "BioELLinker", examples: List[Example], sgd: Optional[Optimizer],
+           losses: Dict[str, float]) -> Dict[str, float]:
+    """One training step (see `BioELLinker.update`)."""
+    from ..training.step import MentionBatch, train_step
+
+    losses.setdefault(linker.name, 0.0)
+    validate_examples(examples, "BioELLinker.update")
+    mentions = gold_mentions(examples, linker.resolve, linker.cfg["context_window"])
+    if not mentions:
+        return losses
+    if not linker.index.ready:
+        raise BioELError(Errors.E168)
+    linker.require_model("training")
+    batch = MentionBatch(*(list(column) for column in zip(*mentions)))
+    losses[linker.name] += train_step(linker.model, linker.loss, batch, linker.index,
+                                      linker.negatives, linker.fgsm, linker.rng)
+    state = linker.steps
+    if state.seen_in_epoch == 0:
+        state.epoch_start = time.perf_counter()
+    state.seen_in_epoch += len(mentions)
+    if sgd not in (None, False):
+        linker.finish_update(sgd)
+    return losses
+
+
+def after_step(linker: "BioELLinker") -> None:
+    """After the optimizer step: embeddings are stale; re-encode the index at
+    the end of an epoch and everything stale at spaCy's evaluation steps."""
+    state = linker.steps
+    state.steps += 1
+    linker.datastore_stale = True
+    linker.runtime.invalidate()
+    linker.model_changed()
+    linker.index.stale = linker.index.stale or concept_tower_trained(linker.model)
+    if linker.train_mentions and state.seen_in_epoch >= len(linker.train_mentions):
+        state.seen_in_epoch = 0
+        if linker.index.stale:  # hard negatives need it; the datastore waits for evaluation
+            linker.refresh(datastore=False)
+        linker.epoch_seconds.append(round(time.perf_counter() - state.epoch_start, 1))
+        logger.info("%s: epoch %d took %.1fs (index refresh included)", linker.name,
+                    len(linker.epoch_seconds), linker.epoch_seconds[-1])
+    if state.eval_frequency and (state.steps - 1) % state.eval_frequency == 0:
+        linker.refresh()
+
+
+__all__ = ["TrainingState", "refresh", "build_datastore", "update", "after_step"]

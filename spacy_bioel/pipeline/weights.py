@@ -1,0 +1,112 @@
+"""Loading a linker's PyTorch module from a saved component folder: at once
+(`load_model`), or on demand for a linker served by ONNX (`DeferredModel`),
+which predicts from `runtime/mention.onnx` and needs the module only to train,
+refresh its index or datastore, or export again. The deferred weights file is
+held open from loading on (`files.PinnedFile`), so saving the pipeline over its
+own folder, or moving it, loses nothing."""
+from __future__ import annotations
+
+import pickle
+import tempfile
+from pathlib import Path
+from typing import Dict, Optional, Union
+
+import srsly
+from thinc.api import Model
+
+from ..errors import BioELError, Errors
+from ..files import PinnedFile, replace_file
+from .integrity import damaged
+
+
+def load_model(model: Model, path: Path, dim: Optional[int],
+               weights: Optional[bytes] = None, encoder_dir: Optional[Path] = None) -> None:
+    """Rebuild the module from the saved encoder config, then load the weights
+    (torch>=2.6 reads them with weights_only: no pickle code runs). A weights file
+    that does not parse is E176; weights of another shape are E157.
+
+    path (Path): The component folder (its `encoder` and `model` are read unless
+        `encoder_dir` / `weights` are given).
+    dim (Optional[int]): The saved output dimension, checked (E157).
+    """
+    from ..encoders.thinc_biencoder import build_from_saved
+
+    encoder_dir = encoder_dir or path / "encoder"
+    try:
+        build_from_saved(model, encoder_dir)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise damaged(path / "encoder", "encoder", f"{type(err).__name__}: {str(err)[:200]}")
+    check_tokenizer(model, path / "encoder")
+    try:
+        model.from_bytes(weights if weights is not None else (path / "model").read_bytes())
+    except RuntimeError as err:
+        if "size mismatch" in str(err) or "key(s) in state_dict" in str(err):
+            raise BioELError(Errors.E157.format(path=path, key="weights", saved=type(err).__name__,
+                                                config=str(err)[:200]))
+        raise damaged(path / "model", "model", f"{type(err).__name__}: {str(err)[:200]}")
+    except (ValueError, KeyError, TypeError, EOFError, IndexError, AttributeError,
+            pickle.UnpicklingError) as err:
+        raise damaged(path / "model", "model", f"{type(err).__name__}: {str(err)[:200]}")
+    if dim is not None and model.get_dim("nO") != dim:
+        raise BioELError(Errors.E157.format(path=path, key="dim", saved=dim,
+                                            config=model.get_dim("nO")))
+
+
+def check_tokenizer(model: Model, encoder_dir: Path) -> None:
+    """A tokenizer whose vocabulary does not cover the model's embedding table
+    (e.g. tokenizer files missing, so transformers fell back to a bare one) would
+    turn every mention into [UNK]: refuse it (E176)."""
+    from ..encoders.thinc_biencoder import torch_module
+
+    tokenizer = model.attrs.get("tokenizer")
+    config = getattr(torch_module(model).mention_encoder, "config", None)
+    check_vocabulary(len(tokenizer) if tokenizer is not None else None,
+                     getattr(config, "vocab_size", None), encoder_dir)
+
+
+def check_vocabulary(size: Optional[int], vocab_size: Optional[int], encoder_dir: Path) -> None:
+    """E176 when a tokenizer of `size` tokens cannot serve a model of `vocab_size`."""
+    if size is not None and vocab_size and size < vocab_size // 2:
+        raise damaged(encoder_dir, "encoder", f"the tokenizer has {size} tokens for a model "
+                      f"with {vocab_size}: its vocabulary files are missing or damaged")
+
+
+class DeferredModel:
+    """The saved module of a linker that predicts with ONNX: the encoder config
+    and tokenizer files are read, the weights file is pinned; `build` loads them
+    into the thinc model when PyTorch is needed (E180 when it cannot).
+
+    path (Path): The component folder.
+    dim (Optional[int]): The saved output dimension.
+    """
+
+    def __init__(self, path: Path, dim: Optional[int]) -> None:
+        self.path, self.dim = Path(path), dim
+        self.weights = PinnedFile(self.path / "model")
+        self.encoder_files: Dict[str, bytes] = {
+            p.name: p.read_bytes() for p in sorted((self.path / "encoder").iterdir()) if p.is_file()}
+        config = srsly.json_loads(self.encoder_files.get("config.json", b"{}"))
+        self.vocab_size = config.get("vocab_size") if isinstance(config, dict) else None
+
+    def build(self, model: Model, why: str) -> None:
+        try:
+            import torch  # noqa: F401
+            import transformers  # noqa: F401
+        except ImportError as err:
+            raise BioELError(Errors.E180.format(why=why, problem=f"{err.name} is not installed"))
+        with tempfile.TemporaryDirectory() as tmp:
+            self.save_encoder(Path(tmp))
+            load_model(model, self.path, self.dim, weights=self.weights.read_bytes(),
+                       encoder_dir=Path(tmp))
+
+    def save_weights(self, target: Union[str, Path]) -> None:
+        self.weights.copy_to(target)
+
+    def save_encoder(self, folder: Union[str, Path]) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, content in self.encoder_files.items():
+            replace_file(folder / name, lambda p, c=content: p.write_bytes(c))
+
+
+__all__ = ["load_model", "check_tokenizer", "check_vocabulary", "DeferredModel"]

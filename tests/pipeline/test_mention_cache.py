@@ -1,0 +1,164 @@
+"""The mention cache: a text is encoded, and an entity decided, once per call
+(or once across calls with `cache_across_calls`), keyed as the encoder sees the
+text; the output equals deciding every entity on its own with every occurrence
+encoded (the same ids, scores equal up to float noise), on real NCBI test
+documents; the cache is bounded and forgets when the model or a setting changes."""
+import warnings
+
+import numpy as np
+import pytest
+import spacy
+from spacy.tokens import Span
+
+from spacy_bioel import Concept, KnowledgeBase
+from spacy_bioel.encoders import thinc_biencoder
+from spacy_bioel.pipeline.cache import LRUCache
+from tests.utils import tiny_linker_config
+
+
+def every_occurrence(model, texts, tower, batch_size=256, progress=False):
+    """The encoder without deduplication: one row encoded per text."""
+    from spacy_bioel.encoders.common import length_buckets
+
+    out = np.zeros((len(texts), model.get_dim("nO")), dtype=np.float32)
+    for indices in length_buckets(texts, batch_size):
+        out[indices] = model.ops.to_numpy(model.predict(([texts[i] for i in indices], tower)))
+    return out
+
+
+def linked(nlp, docs):
+    return [[(e.kb_id_, e._.kb_ents, e._.nil_score) for e in d.ents] for d in nlp.pipe(docs)]
+
+
+def assert_same_links(got, want):
+    assert [[(i, [c for c, _ in k]) for i, k, _ in doc] for doc in got] == \
+        [[(i, [c for c, _ in k]) for i, k, _ in doc] for doc in want]
+    for got_doc, want_doc in zip(got, want):
+        for (_, a, na), (_, b, nb) in zip(got_doc, want_doc):
+            assert np.allclose([p for _, p in a], [p for _, p in b], atol=1e-4)
+            assert abs(na - nb) < 1e-4
+
+
+@pytest.mark.data
+def test_the_cache_changes_no_prediction_on_ncbi_test(data_root, tiny_bert_dir, monkeypatch):
+    from spacy_bioel.corpora.pubtator import convert_pubtator
+    from spacy_bioel.kb.ids import split_gold_ids
+    from spacy_bioel.kb.medic import load_medic_dictionary
+
+    nlp = spacy.blank("en")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        medic = load_medic_dictionary(data_root / "ctd_medic/medic_06Jul2012.txt", progress=False)
+        docs, _ = convert_pubtator(nlp, data_root / "ncbi_disease/NCBItestset_corpus.txt",
+                                   kb=medic, progress=False)
+    gold = {medic.resolve(i) for d in docs for e in d.ents for i in split_gold_ids(e.kb_id_)}
+    kb = KnowledgeBase(name="ncbi test concepts + 1000 others")
+    for concept in medic:
+        if concept.concept_id in gold or len(kb) < len(gold) + 1000:
+            kb.add(Concept(concept.concept_id, concept.canonical_name, concept.synonyms))
+    nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir))
+    linker = nlp.get_pipe("bioel_linker")
+    linker.set_kb(kb)
+    nlp.initialize()
+    texts = [e.text for d in docs for e in d.ents]
+    assert len(set(texts)) < 0.6 * len(texts)  # the corpus repeats its mentions
+    per_call = linked(nlp, [d.copy() for d in docs])
+    assert linker.counts["cache_decision_hits"] > 300
+    linker.set_option("cache_across_calls", True)
+    linked(nlp, [d.copy() for d in docs])
+    encoded = linker.counts["cache_texts_encoded"]
+    across = linked(nlp, [d.copy() for d in docs])  # everything comes from the cache
+    assert linker.counts["cache_texts_encoded"] == encoded
+    linker.set_option("cache_across_calls", False)
+    linker.set_option("cache_size", 0)  # no cache: every entity on its own ...
+    monkeypatch.setattr(thinc_biencoder, "embed_texts", every_occurrence)  # ... every text encoded
+    reference = linked(nlp, [d.copy() for d in docs])
+    assert_same_links(per_call, reference)
+    assert_same_links(across, reference)
+
+
+@pytest.fixture
+def nlp(tiny_bert_dir):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir))
+    kb = KnowledgeBase(name="toy")
+    kb.add(Concept("D1", "asthma"))
+    kb.add(Concept("D2", "colon cancer"))
+    nlp.get_pipe("bioel_linker").set_kb(kb)
+    nlp.initialize()
+    return nlp
+
+
+def spy_encoder(linker, monkeypatch):
+    encoded = []
+    encode = linker.runtime.encode
+    monkeypatch.setattr(linker.runtime, "encode", lambda model, texts, batch_size:
+                        (encoded.extend(texts), encode(model, texts, batch_size))[1])
+    return encoded
+
+
+def make_docs(nlp, texts):
+    docs = []
+    for text in texts:
+        doc = nlp.make_doc(text)
+        doc.ents = [Span(doc, 0, len(doc), label="Disease")]
+        docs.append(doc)
+    return docs
+
+
+def test_a_repeated_text_is_encoded_once_per_call(nlp, monkeypatch):
+    linker = nlp.get_pipe("bioel_linker")
+    encoded = spy_encoder(linker, monkeypatch)
+    texts = ["asthma", "Colon  Cancer", "asthma", "colon  cancer", "heart attack", "ASTHMA"]
+    first = linked(nlp, make_docs(nlp, texts))
+    # the tiny tokenizer lowercases: one text per normalised form
+    assert sorted(encoded) == ["Colon  Cancer", "asthma", "heart attack"]
+    assert first[0] == first[2] == first[5] and first[1] == first[3]
+    encoded.clear()
+    linked(nlp, make_docs(nlp, texts))  # a new call encodes again
+    assert len(encoded) == 3
+    nlp(make_docs(nlp, ["asthma"])[0])
+    assert len(encoded) == 4
+
+
+def test_across_calls_until_something_changes(nlp, monkeypatch):
+    linker = nlp.get_pipe("bioel_linker")
+    linker.set_option("cache_across_calls", True)
+    encoded = spy_encoder(linker, monkeypatch)
+    linked(nlp, make_docs(nlp, ["asthma", "heart attack"]))
+    linked(nlp, make_docs(nlp, ["asthma", "heart attack"]))
+    nlp(make_docs(nlp, ["asthma"])[0])
+    assert sorted(encoded) == ["asthma", "heart attack"]
+    for change in (lambda: linker.set_option("ranker.knn_k", 2), lambda: linker.refresh(),
+                   lambda: linker.set_stage("nil", linker.nil)):
+        encoded.clear()
+        change()
+        linked(nlp, make_docs(nlp, ["asthma"]))
+        assert encoded == ["asthma"]
+
+
+def test_the_cache_is_bounded():
+    cache = LRUCache(2)
+    for key in "abc":
+        cache.put(key, key.upper())
+    assert len(cache) == 2 and cache.get("a") is None and cache.get("b") == "B"
+    cache.put("d", "D")  # 'c' is now the least recently used
+    assert cache.get("c") is None and cache.get("b") == "B" and cache.get("d") == "D"
+    off = LRUCache(0)
+    off.put("a", "A")
+    assert off.get("a") is None
+
+
+def test_cache_keys_are_the_texts_the_encoder_sees(nlp):
+    from spacy_bioel.encoders.tokenize import BatchTokenizer
+
+    model = nlp.get_pipe("bioel_linker").model
+    fast = BatchTokenizer.from_hf(model.attrs["tokenizer"], 16)
+    texts = ["Colon Cancer", "colon cancer", "Ménière", "meniere", "x" * 40]
+    keys = fast.cache_keys(texts)
+    assert keys[0] == keys[1] and keys[2] == keys[3]
+    ids, mask = fast(texts)
+    hf = model.attrs["tokenizer"](texts, padding=True, truncation=True, max_length=16,
+                                  return_tensors="np")
+    assert np.array_equal(ids, hf["input_ids"]) and np.array_equal(mask, hf["attention_mask"])
+    assert np.array_equal(ids[0], ids[1]) and np.array_equal(ids[2], ids[3])
