@@ -17,6 +17,6 @@ def create_torch_runtime(threads: int = 0):
 @registry.misc("spacy-bioel.OnnxRuntime.v1")
 def create_onnx_runtime(quantize: Optional[str] = None, threads: int = 0, batch_size: int = 64):
     """Mentions encoded by ONNX Runtime from the exported mention tower
-    (quantize: null or 'int8'); needs the `onnx` extra (see `encoders.runtime`)."""
+    (quantize: null, 'int8' or 'int8-all'); needs the `onnx` extra (see `encoders.runtime`)."""
     from .runtime import OnnxRuntime
     return OnnxRuntime(quantize, threads, batch_size)

@@ -3,7 +3,7 @@
 - `TorchRuntime` (`spacy-bioel.TorchRuntime.v1`, the default): the component's
   PyTorch bi-encoder, in eval mode under `torch.inference_mode`.
 - `OnnxRuntime` (`spacy-bioel.OnnxRuntime.v1`): the mention tower exported to
-  ONNX (float32, or int8 with `quantize = "int8"`) and run by ONNX Runtime. A
+  ONNX (float32, or int8 with `quantize = "int8"` / `"int8-all"`) and run by ONNX Runtime. A
   pipeline saved with it keeps `runtime/mention.onnx`; loading it reads that
   file and the tokenizer (`tokenizers` alone), and builds the PyTorch module
   only when training, a refresh or saving needs it, so it loads in a fraction
@@ -81,7 +81,8 @@ class TorchRuntime:
 class OnnxRuntime:
     """Mentions encoded by ONNX Runtime from the exported mention tower.
 
-    quantize (Optional[str]): None (float32) or 'int8' (dynamic quantisation).
+    quantize (Optional[str]): None (float32), 'int8' (dynamic quantisation of the
+        MatMul weights) or 'int8-all' (the embedding table too: smallest).
     threads (int): Threads for inference (0: the libraries' defaults).
     batch_size (int): Texts per ONNX Runtime call (small batches pad less).
     """
@@ -94,7 +95,7 @@ class OnnxRuntime:
 
         if quantize not in QUANTIZATIONS:
             raise BioELError(Errors.E175.format(name="runtime.quantize", value=repr(quantize),
-                                                expected="null or 'int8'"))
+                                                expected="null, 'int8' or 'int8-all'"))
         self.quantize = quantize
         self.threads = as_int("runtime.threads", threads, 0)
         self.batch_size = as_int("runtime.batch_size", batch_size, 1)

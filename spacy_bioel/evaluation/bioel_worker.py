@@ -7,8 +7,9 @@ environment (the pipeline served by ONNX runs where PyTorch is not installed).
 
 `link` loads the pipeline, builds docs from DOCS.jsonl ({"text", "ents":
 [[start, end, label], ...]} per line) with its tokenizer, links them with
-`nlp.pipe` and writes each mention's `kb_id_` (a concept or NIL), the times,
-the peak RSS and the linker's counts (shortcuts, cache hits). `build` times
+`nlp.pipe` and writes each mention's top candidate (`Span._.kb_ents[0]`, as
+`evaluate`'s Acc@1 reads it; NIL when there is none), the number of NIL answers
+(`kb_id_`), the times, the peak RSS and the linker's counts (shortcuts, cache hits). `build` times
 what building the pipeline's derived parts from its KB and weights takes: the
 name index (every KB name encoded), the kNN datastore and, for the ONNX
 runtime, the exported encoder (`repair-pipeline`'s work).
@@ -41,9 +42,12 @@ def link(pipeline: str, docs_path: str, out: str, batch_size: int = 64) -> None:
                             for s, e, label in record["ents"]]
                 yield doc
 
-    predictions = []
+    predictions, nil_answers = [], 0
     for doc in nlp.pipe(docs(), batch_size=batch_size):
-        predictions.extend(ent.kb_id_ or "NIL" for ent in doc.ents)
+        for ent in doc.ents:
+            candidates = ent._.kb_ents
+            predictions.append(candidates[0][0] if candidates else "NIL")
+            nil_answers += ent.kb_id_ == "NIL"
     linked = time.perf_counter()
     counts = {}
     for _, pipe in nlp.pipeline:
@@ -51,7 +55,8 @@ def link(pipeline: str, docs_path: str, out: str, batch_size: int = 64) -> None:
     runtime = [getattr(pipe, "runtime", None) for _, pipe in nlp.pipeline]
     result = {"import_s": imported - start, "load_s": loaded - imported,
               "link_s": linked - loaded, "mentions": len(predictions),
-              "predictions": predictions, "rss_after_import_mb": rss_imported,
+              "predictions": predictions, "nil_answers": nil_answers,
+              "rss_after_import_mb": rss_imported,
               "peak_rss_mb": peak_rss_mb(), "counts": counts,
               "torch_imported": "torch" in sys.modules,
               "runtime": [getattr(r, "name", None) for r in runtime if r is not None],

@@ -9,9 +9,9 @@ and median over rounds), the peak RSS of the process and Acc@1 on the gold
 mentions, with ratios against scispaCy. Every number is read off one
 invocation; nothing is asserted on timing.
 
-Acc@1 counts a mention as right when the system's top concept (`kb_id_` for a
-bioel_linker, so a NIL answer is wrong; scispaCy's first `kb_ents` entry, none
-above its threshold counting as NIL) is one of the mention's gold ids.
+Acc@1 counts a mention as right when the system's top candidate (the first
+`Span._.kb_ents` entry, as `evaluate` reads it; for scispaCy none above its
+threshold counts as wrong) is one of the mention's gold ids.
 """
 from __future__ import annotations
 

@@ -46,7 +46,8 @@ INDEX_TYPES = ("flat", "hnsw", "ivfpq", "hnsw_sq8", "ivf_sq8")
 BACKENDS = ("auto", "faiss", "torch", "numpy")
 VECTOR_DTYPES = ("float32", "float16")
 STORE_FORMAT = 3
-BLOCK_BYTES = 128 * 2 ** 20  # scores computed per block of queries (flat search)
+BLOCK_BYTES = 32 * 2 ** 20  # scores computed per block of queries (flat search)
+CHUNK_ROWS = 8192  # float16 vectors converted to float32 this many rows at a time
 Hit = Tuple[int, int, float]  # (concept index, name index, score)
 
 
@@ -314,8 +315,8 @@ class DenseCandidateStore:
         if self.embeddings.dtype == np.float32:
             return queries @ self.embeddings.T
         scores = np.empty((len(queries), len(self)), dtype=np.float32)
-        for start in range(0, len(self), 65536):  # float16 on disk: convert in chunks
-            scores[:, start:start + 65536] = queries @ self.rows(slice(start, start + 65536)).T
+        for start in range(0, len(self), CHUNK_ROWS):  # float16 on disk: convert in chunks
+            scores[:, start:start + CHUNK_ROWS] = queries @ self.rows(slice(start, start + CHUNK_ROWS)).T
         return scores
 
     def _segment_max(self, scores) -> np.ndarray:

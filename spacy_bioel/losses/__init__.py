@@ -3,9 +3,20 @@
 Every loss is called as `loss(mentions, positives, negatives, concept_ids, groups)`:
 (batch, dim) mention and gold-name embeddings, (batch, p, dim) sampled negative
 names or None, (batch,) gold concept ids and (batch,) document indices.
+The classes import torch; they are loaded on first access, so that a pipeline
+that only predicts (e.g. served by ONNX Runtime) never imports it.
 """
-from .info_nce import InfoNCELoss
-from .proxy import ProxyLoss
-from .triplet import PrototypeTripletLoss, TripletLoss
+import importlib
+from typing import Any
+
+_MODULES = {"InfoNCELoss": ".info_nce", "ProxyLoss": ".proxy", "TripletLoss": ".triplet",
+            "PrototypeTripletLoss": ".triplet"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        return getattr(importlib.import_module(_MODULES[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["InfoNCELoss", "ProxyLoss", "TripletLoss", "PrototypeTripletLoss"]

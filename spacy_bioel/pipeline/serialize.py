@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Optional, Sequence
 
 import srsly
 from spacy import util
@@ -54,12 +54,13 @@ SETTINGS: Dict[str, Callable[[Any], Any]] = {
     "encode_batch_size": lambda v: as_int("encode_batch_size", v, 1)}
 
 
-def name_cache_key(linker: "BioELLinker") -> str:
-    """A digest of the names, the encoder settings and the concept tower's weights."""
+def name_cache_key(linker: "BioELLinker", names: Optional[Sequence[str]] = None) -> str:
+    """A digest of the names (default: the index's), the encoder settings and the
+    concept tower's weights."""
     from ..encoders.thinc_biencoder import torch_module
 
     digest = hashlib.sha1()
-    digest.update("\n".join(linker.index.names.names).encode("utf-8"))
+    digest.update("\n".join(linker.index.names.names if names is None else names).encode("utf-8"))
     attrs = linker.model.attrs
     digest.update(repr([attrs.get(k) for k in ("pooling", "similarity", "max_length")]).encode())
     for name, tensor in torch_module(linker.model).tower("concept").state_dict().items():
