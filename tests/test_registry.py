@@ -19,7 +19,8 @@ MISC_NAMES = [
     "spacy-bioel.HybridCandidates.v1", "spacy-bioel.TypeFilter.v1", "spacy-bioel.KNNRanker.v1",
     "spacy-bioel.ThresholdNIL.v1", "spacy-bioel.ThresholdNIL.v2",
     "spacy-bioel.HardNegatives.v1", "spacy-bioel.RandomNegatives.v1",
-    "spacy-bioel.MixedNegatives.v1", "spacy-bioel.FGSM.v1",
+    "spacy-bioel.MixedNegatives.v1", "spacy-bioel.FGSM.v1", "spacy-bioel.NameIndex.v2",
+    "spacy-bioel.ExactShortcut.v1", "spacy-bioel.TorchRuntime.v1", "spacy-bioel.OnnxRuntime.v1",
 ]
 OTHER_NAMES = [("architectures", "spacy-bioel.BiEncoder.v1"),
                ("readers", "spacy-bioel.GoldEntsCorpus.v1"),
@@ -128,3 +129,32 @@ def test_every_shipped_config_resolves_its_stages(path):
     linker = nlp.get_pipe("bioel_linker")
     assert {"index", "candidates", "ranker", "nil", "negatives"} <= set(vars(linker))
     assert nlp.config["training"]["before_to_disk"]["@callbacks"] == "spacy-bioel.RefreshLinkers.v1"
+
+
+def test_losses_are_checked_at_once_and_built_on_first_use():
+    """A pipeline that only predicts never builds (or imports) a torch loss."""
+    from spacy_bioel.errors import BioELError
+    from spacy_bioel.losses.registry import DeferredLoss
+
+    loss = registry.resolve({"loss": {"@misc": "spacy-bioel.InfoNCELoss.v1",
+                                      "temperature": 0.1}})["loss"]
+    assert isinstance(loss, DeferredLoss) and loss._module is None
+    assert loss.temperature == 0.1 and type(loss.module).__name__ == "InfoNCELoss"
+    with pytest.raises(BioELError, match="E175"):
+        registry.resolve({"loss": {"@misc": "spacy-bioel.ProxyLoss.v1", "alpha": 0}})
+
+
+def test_thread_limits_reach_every_library():
+    import torch
+    from threadpoolctl import threadpool_info
+
+    from spacy_bioel.encoders.threads import limit_threads
+
+    before = torch.get_num_threads()
+    try:
+        limit_threads(1)
+        assert torch.get_num_threads() == 1
+        assert all(pool["num_threads"] == 1 for pool in threadpool_info()
+                   if pool["user_api"] == "blas")
+    finally:
+        limit_threads(before)

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import weakref
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -30,10 +32,32 @@ from ..errors import BioELError, Errors
 from ..files import PinnedFile, replace_file
 from ..validation import as_int
 from .common import length_buckets
-from .threads import limit_threads
+from .threads import child_threads, limit_threads
 
 logger = logging.getLogger(__name__)
 ONNX_FILE, ONNX_META = "mention.onnx", "runtime.json"
+_SESSIONS: "weakref.WeakSet" = weakref.WeakSet()  # ONNX runtimes of this process
+_FORKED = False
+
+
+def _after_fork_in_child() -> None:
+    """A session's thread pool does not survive `fork` (nlp.pipe(n_process=N)):
+    each worker opens its sessions anew, with $SPACY_BIOEL_CHILD_THREADS threads.
+    The inherited session is never destroyed in the worker: its destructor would
+    wait forever for threads that exist only in the parent (multiprocessing ends
+    workers with os._exit, so nothing tears it down later either)."""
+    import ctypes
+
+    global _FORKED
+    _FORKED = True
+    for runtime in list(_SESSIONS):
+        if runtime._session is not None:
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(runtime._session))  # kept alive on purpose
+            runtime._session = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class TorchRuntime:
@@ -104,6 +128,7 @@ class OnnxRuntime:
         self._onnx: Optional[bytes] = None  # exported in this process
         self._file: Optional[PinnedFile] = None  # loaded from a saved pipeline
         self._stale = True
+        _SESSIONS.add(self)
 
     def needs_model(self) -> bool:
         """Whether encoding needs the PyTorch module (no current ONNX graph yet)."""
@@ -142,7 +167,7 @@ class OnnxRuntime:
         if self.threads:
             limit_threads(self.threads)
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = self.threads
+        options.intra_op_num_threads = self.threads or (child_threads() if _FORKED else 0)
         options.inter_op_num_threads = 1
         # idle threads must not spin: the name search (BLAS) runs right after on the same cores
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")

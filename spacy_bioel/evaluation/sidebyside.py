@@ -95,7 +95,9 @@ def run_worker(command: List[str], out: Path, timeout: float) -> Dict[str, Any]:
 
 def build_system(system: System, workdir: Path, timeout: float) -> Dict[str, Any]:
     """Build scispaCy's index (unless `index_dir` already holds one: its build.json
-    is reused) or time the rebuild of a pipeline's derived parts."""
+    is reused) or time the rebuild of a pipeline's derived parts (in this
+    environment: building encodes with PyTorch, which a serving environment
+    may not have)."""
     if system.kind == SCISPACY:
         index, record = Path(system.index_dir), Path(system.index_dir) / "build.json"
         if record.exists() and (index / "nmslib_index.bin").exists():
@@ -105,7 +107,7 @@ def build_system(system: System, workdir: Path, timeout: float) -> Dict[str, Any
                             workdir / "build.json", timeout)
         record.write_text(json.dumps(result), encoding="utf-8")
         return result
-    return run_worker([system.python, str(WORKERS / "bioel_worker.py"), "build", system.pipeline,
+    return run_worker([sys.executable, str(WORKERS / "bioel_worker.py"), "build", system.pipeline,
                        str(workdir / "build.json")], workdir / "build.json", timeout)
 
 
@@ -205,7 +207,7 @@ def summary_table(results: Sequence[Dict[str, Any]]) -> str:
     for result in results:
         for row in result["summary"]:
             lines.append(
-                f"| {result.get('dataset', '')} x{row['repeat']} | {row['mentions']:,} | "
+                f"| {(result.get('dataset', '') + ' x' + str(row['repeat'])).strip()} | {row['mentions']:,} | "
                 f"{row['system']} | {number(row['build_s'])} | {number(row['load_s'], 2)} | "
                 f"{number(row['mentions_per_s_min'], 0)} | {number(row['mentions_per_s_median'], 0)} | "
                 f"{number(row['peak_rss_mb'], 0)} | "

@@ -20,9 +20,9 @@ WORDS = ["colon", "cancer", "heart", "attack", "asthma", "FAP", "(FAP)", "famili
          "adenomatous", "polyposis"]
 
 
-def build(tiny_bert_dir):
+def build(tiny_bert_dir, **settings):
     nlp = spacy.blank("en")
-    nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir, top_k=3))
+    nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir, top_k=3, **settings))
     kb = KnowledgeBase(name="toy")
     for cid, name in [("D1", "colorectal carcinoma"), ("D2", "myocardial infarction"),
                       ("D3", "asthma"), ("D4", "familial adenomatous polyposis")]:
@@ -99,8 +99,9 @@ N_PROCESS_SCRIPT = textwrap.dedent("""
     import spacy
     from pathlib import Path
     sys.path[:0] = [sys.argv[2], str(Path(sys.argv[2]).parents[1])]  # test_docs, tests.utils
+    import json
     from test_docs import build
-    nlp = build(sys.argv[1])
+    nlp = build(sys.argv[1], **json.loads(sys.argv[3]))
     texts = ["colon cancer and heart attack in asthma " * 8] * 24
     def docs():
         for text in texts:
@@ -117,7 +118,12 @@ N_PROCESS_SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_n_process_2_matches_n_process_1_with_default_threads(tiny_bert_dir, tmp_path):
+@pytest.mark.parametrize("settings", [
+    {}, {"cache_across_calls": True, "shortcut": {"@misc": "spacy-bioel.ExactShortcut.v1"}},
+    {"runtime": {"@misc": "spacy-bioel.OnnxRuntime.v1", "quantize": "int8"}}],
+    ids=["default", "cache-and-shortcut", "onnx-int8"])
+def test_n_process_2_matches_n_process_1_with_default_threads(tiny_bert_dir, tmp_path, settings):
+    import json
     import os
     from pathlib import Path
 
@@ -125,8 +131,8 @@ def test_n_process_2_matches_n_process_1_with_default_threads(tiny_bert_dir, tmp
     script.write_text(N_PROCESS_SCRIPT)
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     result = subprocess.run([sys.executable, str(script), str(tiny_bert_dir),
-                             str(Path(__file__).parent)], capture_output=True, text=True,
-                            timeout=120, env=env)
+                             str(Path(__file__).parent), json.dumps(settings)],
+                            capture_output=True, text=True, timeout=180, env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "identical 24" in result.stdout
 

@@ -1,0 +1,129 @@
+"""The prediction runtimes: ONNX reproduces the PyTorch mention tower (float32;
+int8 close), a pipeline saved with it predicts without building the PyTorch
+module (and without PyTorch installed), builds it on demand, and saving it,
+over itself too, loses nothing."""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import spacy
+from spacy.tokens import Span
+
+from spacy_bioel import Concept, KnowledgeBase
+from spacy_bioel.encoders.runtime import OnnxRuntime, TorchRuntime
+from spacy_bioel.encoders.thinc_biencoder import embed_texts
+from spacy_bioel.errors import BioELError
+from tests.utils import tiny_linker_config
+
+TEXTS = ["colon cancer", "heart attack", "Asthma", "a much longer mention of a disease", "x"]
+ONNX = {"@misc": "spacy-bioel.OnnxRuntime.v1"}
+
+
+def toy_kb():
+    kb = KnowledgeBase(name="toy")
+    kb.add(Concept("D1", "colorectal carcinoma", ("colon cancer",)))
+    kb.add(Concept("D2", "myocardial infarction", ("heart attack",)))
+    kb.add(Concept("D3", "asthma"))
+    return kb
+
+
+def build(tiny_bert_dir, **runtime):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir, runtime={**ONNX, **runtime}))
+    nlp.get_pipe("bioel_linker").set_kb(toy_kb())
+    nlp.initialize()
+    return nlp
+
+
+def links(nlp):
+    out = []
+    for text in TEXTS:
+        doc = nlp.make_doc(text)
+        doc.ents = [Span(doc, 0, len(doc), label="Disease")]
+        out.append([(c, round(p, 4)) for c, p in nlp(doc).ents[0]._.kb_ents])
+    return out
+
+
+def test_onnx_reproduces_the_torch_mention_tower(tiny_bert_dir):
+    nlp = build(tiny_bert_dir)
+    linker = nlp.get_pipe("bioel_linker")
+    want = embed_texts(linker.model, TEXTS, "mention")
+    got = linker.runtime.encode(linker.model, TEXTS, batch_size=2)  # padded batches of 2
+    assert np.allclose(got, want, atol=1e-5)
+    for quantize in ("int8", "int8-all"):
+        linker.set_stage("runtime", OnnxRuntime(quantize=quantize))
+        cosine = (linker.runtime.encode(linker.model, TEXTS, 64) * want).sum(axis=1)
+        assert cosine.min() > 0.9
+
+
+def test_a_saved_onnx_pipeline_predicts_without_the_torch_module(tiny_bert_dir, tmp_path):
+    nlp = build(tiny_bert_dir)
+    want = links(nlp)
+    nlp.to_disk(tmp_path / "p")
+    assert (tmp_path / "p" / "bioel_linker" / "runtime" / "mention.onnx").exists()
+    loaded = spacy.load(tmp_path / "p")
+    linker = loaded.get_pipe("bioel_linker")
+    assert linker.deferred_model is not None and not linker.model.layers
+    assert links(loaded) == want
+    loaded.to_disk(tmp_path / "p")  # over itself, still deferred: the weights are copied
+    loaded.to_disk(tmp_path / "q")
+    original = (tmp_path / "p" / "bioel_linker" / "model").read_bytes()
+    assert (tmp_path / "q" / "bioel_linker" / "model").read_bytes() == original
+    again = spacy.load(tmp_path / "q")
+    assert links(again) == want
+    linker = again.get_pipe("bioel_linker")
+    linker.refresh()  # needs PyTorch: the module is built from the pinned weights
+    assert linker.model.layers and linker.deferred_model is None
+    assert links(again) == want
+
+
+def test_settings_are_checked():
+    with pytest.raises(BioELError, match="E175"):
+        OnnxRuntime(quantize="int4")
+    with pytest.raises(BioELError, match="E175"):
+        TorchRuntime(threads=-1)
+
+
+def test_missing_onnxruntime_is_a_coded_error(tiny_bert_dir, monkeypatch):
+    nlp = build(tiny_bert_dir)
+    linker = nlp.get_pipe("bioel_linker")
+    linker.set_stage("runtime", OnnxRuntime())
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(BioELError, match="E178"):
+        linker.runtime.encode(linker.model, TEXTS, 64)
+
+
+NO_TORCH = textwrap.dedent("""
+    import sys
+    for name in ("torch", "transformers", "faiss", "scipy", "sklearn"):
+        sys.modules[name] = None  # as in an environment without them
+    import spacy
+    from spacy.tokens import Span
+    nlp = spacy.load(sys.argv[1])
+    out = []
+    for text in {texts!r}:
+        doc = nlp.make_doc(text)
+        doc.ents = [Span(doc, 0, len(doc), label="Disease")]
+        out.append([(c, round(p, 4)) for c, p in nlp(doc).ents[0]._.kb_ents])
+    print(repr(out))
+    try:
+        nlp.get_pipe("bioel_linker").refresh()
+    except Exception as err:
+        print(type(err).__name__, str(err)[:5])
+""")
+
+
+def test_an_onnx_pipeline_predicts_where_pytorch_is_not_installed(tiny_bert_dir, tmp_path):
+    nlp = build(tiny_bert_dir)
+    want = links(nlp)
+    nlp.to_disk(tmp_path / "p")
+    script = tmp_path / "no_torch.py"
+    script.write_text(NO_TORCH.format(texts=TEXTS))
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "p")], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.strip().splitlines()
+    assert eval(lines[0]) == want
+    assert lines[1] == "BioELError [E180"  # refreshing needs PyTorch: a coded error says so

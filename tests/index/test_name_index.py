@@ -1,0 +1,130 @@
+"""The name index: encoding in chunks into a resumable cache, float16 vectors,
+swapping the index type of a trained linker without encoding anything, and
+searching on the encoder's device."""
+import json
+
+import numpy as np
+import pytest
+import spacy
+from spacy.tokens import Span
+
+from spacy_bioel import Concept, KnowledgeBase
+from spacy_bioel.index import name_index
+from spacy_bioel.index.name_index import NameIndex
+from spacy_bioel.index.names import NameTable
+from tests.utils import tiny_linker_config
+
+
+def kb_of(n):
+    kb = KnowledgeBase(name="many")
+    for i in range(n):
+        kb.add(Concept(f"C{i}", f"disease number {i}", (f"syndrome {i}",)))
+    return kb
+
+
+def fake_encoder(calls):
+    def encode(texts):
+        calls.append(len(texts))
+        rng = np.random.default_rng(len("".join(texts)))
+        out = rng.normal(size=(len(texts), 8)).astype(np.float32)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+    return encode
+
+
+def test_encoding_is_chunked_and_resumes_after_an_interruption(tmp_path, monkeypatch):
+    monkeypatch.setattr(name_index, "ENCODE_CHUNK", 10)
+    names = NameTable(kb_of(20))  # 40 names: 4 chunks
+    calls = []
+    encode = fake_encoder(calls)
+
+    def interrupted(texts):
+        if len(calls) == 3:  # the shape probe, then 2 chunks: stop in the third
+            raise KeyboardInterrupt
+        return encode(texts)
+
+    index = NameIndex(embedding_cache=str(tmp_path), vectors_dtype="float16")
+    index.set_names(names)
+    with pytest.raises(KeyboardInterrupt):
+        index.refresh(interrupted, cache_key="k", progress=False)
+    state = json.loads((tmp_path / "names-k-f16.partial.json").read_text())
+    assert state == {"done": 20}
+    calls.clear()
+    index.refresh(encode, cache_key="k", progress=False)
+    assert calls == [10, 10]  # only the chunks not yet encoded
+    assert (tmp_path / "names-k-f16.npy").exists() and index.embeddings.dtype == np.float16
+    fresh = NameIndex(vectors_dtype="float16")
+    fresh.set_names(names)
+    fresh.refresh(encode, progress=False)  # no cache: everything in one go
+    assert np.array_equal(fresh.embeddings, index.embeddings)
+
+
+@pytest.fixture(scope="module")
+def nlp(tiny_bert_dir):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir))
+    nlp.get_pipe("bioel_linker").set_kb(kb_of(50))
+    nlp.initialize()
+    return nlp
+
+
+def ranked(nlp, text="disease number 7"):
+    doc = nlp.make_doc(text)
+    doc.ents = [Span(doc, 0, len(doc), label="Disease")]
+    return [c for c, _ in nlp(doc).ents[0]._.kb_ents]
+
+
+@pytest.mark.parametrize("block", [
+    {"@misc": "spacy-bioel.NameIndex.v2", "vectors_dtype": "float16"},
+    {"@misc": "spacy-bioel.NameIndex.v2", "index_type": "hnsw_sq8", "ef_search": 256},
+    {"@misc": "spacy-bioel.NameIndex.v1", "index_type": "flat", "backend": "torch"}])
+def test_swapping_the_index_encodes_nothing(nlp, tmp_path, block, monkeypatch):
+    linker = nlp.get_pipe("bioel_linker")
+    want = ranked(nlp)
+    vectors = np.array(linker.index.embeddings, dtype=np.float32)
+    monkeypatch.setattr(linker, "embed", lambda *a, **k: pytest.fail("encoded"))
+    new = spacy.registry.resolve({"index": block})["index"]
+    saved = linker.index
+    try:
+        linker.set_stage("index", new)
+        assert np.allclose(np.asarray(new.embeddings, dtype=np.float32), vectors, atol=1e-3)
+        got = ranked(nlp)
+        assert got[:3] == want[:3]
+    finally:
+        linker.set_stage("index", saved)
+
+
+def test_the_index_searches_on_the_encoders_device(nlp):
+    linker = nlp.get_pipe("bioel_linker")
+    assert linker.model_device() == "cpu" and linker.index.store.device == "cpu"
+    index = NameIndex(device="auto")
+    index.initialize(linker.kb, linker.index)
+    index.use_device("cpu")
+    assert index.store.device == "cpu" and index.store.backend == "numpy"
+    pinned = NameIndex(device="cpu")
+    pinned.initialize(linker.kb, linker.index)
+    pinned.use_device("cuda:0")  # an explicit device wins over the encoder's
+    assert pinned.store.device == "cpu"
+
+
+@pytest.mark.gpu
+def test_flat_search_on_a_gpu_equals_the_cpu(nlp):
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    linker = nlp.get_pipe("bioel_linker")
+    index = NameIndex()
+    index.initialize(linker.kb, linker.index)
+    index.use_device("cuda:0")
+    assert index.store.backend == "torch" and index.store.device == "cuda:0"
+    queries = linker.embed(["disease number 3", "syndrome 9"], "mention")
+    assert [[c for c, _, _ in row] for row in index.search(queries, 5)] == \
+        [[c for c, _, _ in row] for row in linker.index.search(queries, 5)]
+
+
+def test_errors_of_the_v2_settings():
+    from spacy_bioel.errors import BioELError
+
+    for block in ({"vectors_dtype": "int4"}, {"device": "tpu"}, {"nprobe": 0}):
+        with pytest.raises(BioELError, match="E175"):
+            spacy.registry.resolve({"index": {"@misc": "spacy-bioel.NameIndex.v2", **block}})

@@ -1,0 +1,51 @@
+"""Files a running pipeline keeps using: a pinned file keeps its content when
+the path is replaced, and writes go through a temporary file and a rename."""
+import numpy as np
+import pytest
+
+from spacy_bioel.files import PinnedFile, replace_file
+
+
+def test_a_pinned_file_survives_its_replacement(tmp_path):
+    path = tmp_path / "weights"
+    path.write_bytes(b"old" * 10_000)
+    pinned = PinnedFile(path)
+    replace_file(path, lambda p: p.write_bytes(b"new"))
+    assert path.read_bytes() == b"new" and pinned.read_bytes() == b"old" * 10_000
+    pinned.copy_to(tmp_path / "copy")
+    assert (tmp_path / "copy").read_bytes() == b"old" * 10_000
+    path.unlink()
+    assert pinned.read_bytes() == b"old" * 10_000
+    pinned.close()
+
+
+def test_copying_a_pinned_file_onto_itself_keeps_it(tmp_path):
+    path = tmp_path / "weights"
+    path.write_bytes(b"same")
+    PinnedFile(path).copy_to(path)
+    assert path.read_bytes() == b"same"
+
+
+def test_a_memory_map_keeps_its_content_when_saved_over(tmp_path):
+    path = tmp_path / "vectors.npy"
+    np.save(path, np.arange(10.0))
+    mapped = np.load(path, mmap_mode="r")
+    def write(partial):
+        with open(partial, "wb") as handle:  # np.save would add '.npy' to the temporary name
+            np.save(handle, mapped * 2)
+
+    replace_file(path, write)
+    assert np.array_equal(mapped, np.arange(10.0)) and np.load(path)[1] == 2.0
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_partial(tmp_path):
+    path = tmp_path / "part"
+    path.write_bytes(b"good")
+
+    def fail(partial):
+        partial.write_bytes(b"half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        replace_file(path, fail)
+    assert path.read_bytes() == b"good" and [p.name for p in tmp_path.iterdir()] == ["part"]
