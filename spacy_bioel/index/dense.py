@@ -246,16 +246,49 @@ class DenseCandidateStore:
 
     def _search_flat(self, queries: np.ndarray, k: int, allowed, names: bool) -> List[List[Hit]]:
         n_names, k = len(self), min(k, len(self._starts))
-        block = int(max(1, min(256, BLOCK_BYTES // (4 * max(n_names, len(self._starts))))))
         torch = sys.modules.get("torch")  # never imported here: a torch-free install uses numpy
+        fast = torch is not None and (self._matrix is not None or self.embeddings.dtype == np.float32)
+        if not names and not fast:
+            return self._stream_concepts(queries, k, allowed)
+        block = int(max(1, min(256, BLOCK_BYTES // (4 * max(n_names, len(self._starts))))))
         out: List[List[Hit]] = []
         for first in range(0, len(queries), block):
             scores = self._scores(queries[first:first + block])  # (b, n_names)
             masks = allowed[first:first + block] if allowed is not None else None
-            if torch is not None and (masks is None or all(m is None for m in masks)):
+            if fast and (masks is None or all(m is None for m in masks)):
                 out.extend(self._top_by_names(torch, scores, k, names))
             else:
                 out.extend(self._top_by_concepts(scores, k, masks, names))
+        return out
+
+    def _stream_concepts(self, queries: np.ndarray, k: int, allowed) -> List[List[Hit]]:
+        """Exact, in bounded memory: the names are read once per block of queries,
+        in chunks that end at concept boundaries (float16 vectors are converted a
+        chunk at a time), and only each concept's best score is kept."""
+        n_segments = len(self._starts)
+        ends = np.r_[self._starts[1:], len(self)]
+        block = int(max(1, min(len(queries), BLOCK_BYTES // (4 * n_segments))))
+        out: List[List[Hit]] = []
+        for first in range(0, len(queries), block):
+            batch = queries[first:first + block]
+            best = np.empty((len(batch), n_segments), dtype=np.float32)  # (b, n_segments)
+            chunk = CHUNK_ROWS
+            segment = 0
+            while segment < n_segments:
+                row = int(self._starts[segment])
+                last = max(segment + 1, int(np.searchsorted(ends, row + chunk, side="right")))
+                scores = batch @ self.rows(slice(row, int(ends[last - 1]))).T
+                best[:, segment:last] = np.maximum.reduceat(
+                    scores, self._starts[segment:last] - row, axis=1)
+                segment = last
+            masks = allowed[first:first + block] if allowed is not None else None
+            for row, mask in enumerate(masks or []):
+                if mask is not None:
+                    best[row, ~mask[self._segment_owner]] = -np.inf
+            segments, values = top_k(best, k, self._tie_rank[self._segment_owner])
+            out.extend([(int(self._segment_owner[s]), -1, float(v))
+                         for s, v in zip(seg_row, val_row) if np.isfinite(v)]
+                        for seg_row, val_row in zip(segments, values))
         return out
 
     def _top_by_concepts(self, scores, k: int, masks, names: bool) -> List[List[Hit]]:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from spacy_bioel.errors import BioELError
+from spacy_bioel.index import dense
 from spacy_bioel.index.dense import DenseCandidateStore
 
 
@@ -54,6 +55,16 @@ def test_flat_store_equals_brute_force(data, backend, k):
         assert [s for _, s in g_row] == pytest.approx([s for _, s in w_row], abs=1e-5)
 
 
+def same_up_to_rounding(got, want, best, tolerance=1e-4):
+    """Equal scores (to float rounding: another BLAS blocking); a concept may
+    differ only for another whose best score ties with it (`best`: per query,
+    concept -> best score by brute force)."""
+    for got_row, want_row, query_best in zip(got, want, best):
+        assert [v for _, _, v in got_row] == pytest.approx([v for _, _, v in want_row], abs=tolerance)
+        for (a, _, score), (b, _, _) in zip(got_row, want_row):
+            assert a == b or abs(query_best[a] - score) < tolerance
+
+
 def test_top_names_path_equals_per_concept_path_with_ties(monkeypatch):
     """Scores rounded to one decimal tie everywhere: both exact paths give the same
     concepts, scores and best names; without torch the per-concept path answers."""
@@ -74,21 +85,28 @@ def test_top_names_path_equals_per_concept_path_with_ties(monkeypatch):
         for k in (1, 5, 64, 500):
             fast = store._top_by_names(torch, scores, k, True)
             assert fast == store._top_by_concepts(scores, k, None, True)
+            monkeypatch.setattr(dense, "CHUNK_ROWS", int(rng.integers(1, 40)))  # tiny chunks
+            monkeypatch.setattr(dense, "BLOCK_BYTES", int(rng.integers(40, 4000)))  # and blocks
+            best = [{c: float(row[owners == c].max()) for c in set(owners.tolist())}
+                    for row in queries @ names.T]
+            same_up_to_rounding(store._stream_concepts(queries, k, None), fast, best)
             want = exact_concepts(queries, names, owners, store.concept_ids, k, tie_rank)
             assert ids(store.search(queries, k)) == ids(want)
     monkeypatch.delitem(sys.modules, "torch")  # a torch-free install
     assert store.search_names(queries, 5) == store._top_by_concepts(scores, 5, None, True)
 
 
-def test_masks_and_concepts_without_names(data):
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_masks_and_concepts_without_names(data, dtype):
     names, owners, queries, concept_ids = data
     store = DenseCandidateStore(concept_ids + ["EMPTY"], 16)  # a concept with no name
-    store.add(names, owners)
+    store.add(names.astype(dtype), owners)
     allowed = np.zeros(len(concept_ids) + 1, dtype=bool)
     allowed[::3] = True
-    got = store.search_names(queries, 10, allowed=[allowed] * len(queries))
-    for row in got:
-        assert len(row) == 10 and all(allowed[c] for c, _, _ in row)
+    for with_names in (True, False):  # the block path and the streaming path
+        got = store.search_names(queries, 10, allowed=[allowed] * len(queries), names=with_names)
+        for row in got:
+            assert len(row) == 10 and all(allowed[c] for c, _, _ in row)
     assert all(c != len(concept_ids) for row in store.search_names(queries, 300) for c, _, _ in row)
 
 
