@@ -130,8 +130,13 @@ def load_transformer(name_or_path: str, *, config_only: bool = False):
 
     path = resolve_model_path(name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    if config_only:
-        model = AutoModel.from_config(AutoConfig.from_pretrained(path))
+    if config_only:  # the saved weights replace these: skip the random initialisation
+        try:
+            from transformers.initialization import no_init_weights
+        except ImportError:  # transformers 4
+            from transformers.modeling_utils import no_init_weights
+        with no_init_weights():
+            model = AutoModel.from_config(AutoConfig.from_pretrained(path))
     else:
         model = AutoModel.from_pretrained(path)
     return tokenizer, model

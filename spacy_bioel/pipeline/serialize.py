@@ -197,7 +197,9 @@ def _load_weights(linker: "BioELLinker", path: Path, dim: Optional[int], exclude
         try:
             runtime.from_disk(path / "runtime", tokenizer_file,
                               int(linker.model.attrs.get("max_length") or 25))
-        except (OSError, ValueError, RuntimeError) as err:  # onnxruntime's load errors
+        except BioELError:
+            raise
+        except Exception as err:  # onnxruntime's errors (InvalidProtobuf, ...) derive from Exception
             raise damaged(path / "runtime" / "mention.onnx", "runtime",
                           f"{type(err).__name__}: {str(err)[:200]}")
         if not runtime.needs_model():

@@ -79,6 +79,21 @@ def test_a_saved_onnx_pipeline_predicts_without_the_torch_module(tiny_bert_dir, 
     assert links(again) == want
 
 
+def test_a_damaged_onnx_file_is_named(tiny_bert_dir, tmp_path):
+    nlp = build(tiny_bert_dir)
+    nlp.to_disk(tmp_path / "p")
+    component = tmp_path / "p" / "bioel_linker"
+    graph = component / "runtime" / "mention.onnx"
+    graph.write_bytes(graph.read_bytes()[:1000])
+    with pytest.raises(BioELError, match="E176") as err:  # the manifest's checksum
+        spacy.load(tmp_path / "p")
+    assert str(graph) in str(err.value) and "repair-pipeline" in str(err.value)
+    (component / "manifest.json").unlink()  # as if saved without one: the file does not parse
+    with pytest.raises(BioELError, match="E176") as err:
+        spacy.load(tmp_path / "p")
+    assert str(graph) in str(err.value)
+
+
 def test_settings_are_checked():
     with pytest.raises(BioELError, match="E175"):
         OnnxRuntime(quantize="int4")

@@ -162,3 +162,20 @@ def test_cache_keys_are_the_texts_the_encoder_sees(nlp):
                                   return_tensors="np")
     assert np.array_equal(ids, hf["input_ids"]) and np.array_equal(mask, hf["attention_mask"])
     assert np.array_equal(ids[0], ids[1]) and np.array_equal(ids[2], ids[3])
+
+
+def test_with_context_the_key_holds_the_context(tiny_bert_dir, monkeypatch):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir, context_window=1))
+    kb = KnowledgeBase(name="toy")
+    kb.add(Concept("D1", "asthma"))
+    nlp.get_pipe("bioel_linker").set_kb(kb)
+    nlp.initialize()
+    encoded = spy_encoder(nlp.get_pipe("bioel_linker"), monkeypatch)
+    docs = []
+    for text in ["severe asthma today", "severe asthma today", "mild asthma today"]:
+        doc = nlp.make_doc(text)
+        doc.ents = [Span(doc, 1, 2, label="Disease")]
+        docs.append(doc)
+    linked(nlp, docs)
+    assert sorted(encoded) == ["mild [M] asthma [/M] today", "severe [M] asthma [/M] today"]
