@@ -64,3 +64,12 @@ def tiny_linker_config(tiny_bert_dir, **extra) -> dict:
     """A bioel_linker config on the tests' tiny random BERT (mean pooling, 16 tokens)."""
     return {"model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
                       "pooling": "mean", "max_length": 16}, **extra}
+
+
+def spy_encoder(linker, monkeypatch) -> list:
+    """Record every text the linker's runtime encodes (the list is returned)."""
+    encoded: list = []
+    encode = linker.runtime.encode
+    monkeypatch.setattr(linker.runtime, "encode", lambda model, texts, batch_size:
+                        (encoded.extend(texts), encode(model, texts, batch_size))[1])
+    return encoded

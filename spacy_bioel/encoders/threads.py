@@ -28,7 +28,11 @@ def child_threads() -> int:
 
 def _after_fork_in_child() -> None:
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
-    threads = child_threads()
+    _openmp_threads(child_threads())
+
+
+def _openmp_threads(threads: int) -> None:
+    """Set the OpenMP pools of PyTorch and FAISS, where they are loaded."""
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(threads)
@@ -41,12 +45,7 @@ def limit_threads(threads: int) -> None:
     """Cap the threads of PyTorch, FAISS and the BLAS behind numpy (which scores
     the name index) at `threads` for this process (the `runtime` stage's
     `threads` setting). Libraries that are not loaded are left alone."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(threads)
-    faiss = sys.modules.get("faiss")
-    if faiss is not None and hasattr(faiss, "omp_set_num_threads"):
-        faiss.omp_set_num_threads(threads)
+    _openmp_threads(threads)
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn

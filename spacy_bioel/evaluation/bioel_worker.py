@@ -33,7 +33,7 @@ def link(pipeline: str, docs_path: str, out: str, batch_size: int = 64) -> None:
     nlp = spacy.load(pipeline)
     loaded = time.perf_counter()
 
-    def docs():
+    def docs():  # built exactly as scispacy_worker.py builds them (it cannot import this package)
         with open(docs_path, encoding="utf-8") as handle:
             for line in handle:
                 record = json.loads(line)

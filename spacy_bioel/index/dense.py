@@ -470,10 +470,8 @@ class DenseCandidateStore:
                 if store._index.ntotal != len(owners) or store._index.d != store.dim:
                     raise ValueError("the FAISS index does not match the vectors")
                 store._apply_search_params(store._index)
-        except BioELError:
-            raise
-        except (OSError, KeyError, ValueError, TypeError, RuntimeError, AttributeError) as err:
-            raise BioELError(Errors.E154.format(path=folder, problem=f"{type(err).__name__}: {err}"))
+        except READ_ERRORS as err:
+            raise _corrupted(folder, err)
         store.to_device(device)
         return store
 
@@ -534,12 +532,20 @@ class DenseCandidateStore:
             if index_type != "flat":
                 store._index = index if index is not None else store._build_faiss(matrix)
                 store._apply_search_params(store._index)
-        except BioELError:
-            raise
-        except (KeyError, ValueError, TypeError, RuntimeError, AttributeError, OSError) as err:
-            raise BioELError(Errors.E154.format(path=path, problem=f"{type(err).__name__}: {err}"))
+        except READ_ERRORS as err:
+            raise _corrupted(path, err)
         store.to_device(device)
         return store
+
+
+READ_ERRORS = (OSError, KeyError, ValueError, TypeError, RuntimeError, AttributeError)
+
+
+def _corrupted(path, err: Exception) -> BioELError:
+    """E154 for a store that does not read back (a coded error passes through)."""
+    if isinstance(err, BioELError):
+        return err
+    return BioELError(Errors.E154.format(path=path, problem=f"{type(err).__name__}: {err}"))
 
 
 def _reconstruct(index) -> np.ndarray:

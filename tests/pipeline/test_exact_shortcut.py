@@ -9,7 +9,7 @@ from spacy.tokens import Span
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.errors import BioELError
 from spacy_bioel.index.candidates import ExactShortcut
-from tests.utils import tiny_linker_config
+from tests.utils import spy_encoder, tiny_linker_config
 
 
 def toy_kb():
@@ -35,14 +35,6 @@ def run(nlp, text, spans):
     doc = nlp.make_doc(text)
     doc.ents = [Span(doc, s, e, label="Disease") for s, e in spans]
     return nlp(doc)
-
-
-def spy_encoder(linker, monkeypatch):
-    encoded = []
-    encode = linker.runtime.encode
-    monkeypatch.setattr(linker.runtime, "encode", lambda model, texts, batch_size:
-                        (encoded.extend(texts), encode(model, texts, batch_size))[1])
-    return encoded
 
 
 def test_shortcut_is_off_by_default_and_validated(nlp):

@@ -13,7 +13,7 @@ from spacy.tokens import Span
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.encoders import thinc_biencoder
 from spacy_bioel.pipeline.cache import LRUCache
-from tests.utils import tiny_linker_config
+from tests.utils import spy_encoder, tiny_linker_config
 
 
 def every_occurrence(model, texts, tower, batch_size=256, progress=False):
@@ -87,14 +87,6 @@ def nlp(tiny_bert_dir):
     nlp.get_pipe("bioel_linker").set_kb(kb)
     nlp.initialize()
     return nlp
-
-
-def spy_encoder(linker, monkeypatch):
-    encoded = []
-    encode = linker.runtime.encode
-    monkeypatch.setattr(linker.runtime, "encode", lambda model, texts, batch_size:
-                        (encoded.extend(texts), encode(model, texts, batch_size))[1])
-    return encoded
 
 
 def make_docs(nlp, texts):
