@@ -7,11 +7,11 @@ from spacy.util import registry
 
 
 @registry.misc("spacy-bioel.TorchRuntime.v1")
-def create_torch_runtime(threads: int = 0):
+def create_torch_runtime(threads: int = 0, batch_size: int = 64):
     """Mentions encoded by the component's PyTorch module (see `encoders.runtime`).
-    threads: inference threads (0: the libraries' defaults)."""
+    threads: inference threads (0: the libraries' defaults); batch_size: texts per pass."""
     from .runtime import TorchRuntime
-    return TorchRuntime(threads)
+    return TorchRuntime(threads, batch_size)
 
 
 @registry.misc("spacy-bioel.OnnxRuntime.v1")

@@ -64,13 +64,16 @@ class TorchRuntime:
     """Mentions encoded by the component's PyTorch module.
 
     threads (int): Threads for inference (0: the libraries' defaults).
+    batch_size (int): Texts per forward pass (on a CPU, 64 short mentions run
+        faster than 256: less padding and cache pressure).
     """
 
     name = "torch"
     has_files = False
 
-    def __init__(self, threads: int = 0) -> None:
+    def __init__(self, threads: int = 0, batch_size: int = 64) -> None:
         self.threads = as_int("runtime.threads", threads, 0)
+        self.batch_size = as_int("runtime.batch_size", batch_size, 1)
         self._threads_set = False
 
     def needs_model(self) -> bool:
@@ -86,7 +89,7 @@ class TorchRuntime:
         from .thinc_biencoder import embed_texts
 
         self._apply_threads()
-        return embed_texts(model, texts, "mention", batch_size)
+        return embed_texts(model, texts, "mention", min(batch_size, self.batch_size))
 
     def cache_keys(self, model, texts: Sequence[str]) -> List[str]:
         """The texts after the tokenizer's normaliser (see `encoders.tokenize`)."""
@@ -99,7 +102,7 @@ class TorchRuntime:
         """The weights changed (nothing to redo for PyTorch)."""
 
     def get_params(self) -> Dict[str, Any]:
-        return {"threads": self.threads}
+        return {"threads": self.threads, "batch_size": self.batch_size}
 
 
 class OnnxRuntime:

@@ -36,7 +36,7 @@ DEFAULT_CONFIG = {
     "negatives": {"@misc": "spacy-bioel.HardNegatives.v1", "n": 4},
     "fgsm": None,
     "shortcut": None,
-    "runtime": {"@misc": "spacy-bioel.TorchRuntime.v1", "threads": 0},
+    "runtime": {"@misc": "spacy-bioel.TorchRuntime.v1", "threads": 0, "batch_size": 64},
     "top_k": 64,
     "context_window": 0,
     "abbreviations": True,
