@@ -39,6 +39,13 @@ class PinnedFile:
         self._fd = os.open(self.path, os.O_RDONLY)
         self.size = os.fstat(self._fd).st_size
 
+    def intact(self) -> bool:
+        """Whether the path still names the pinned file (not replaced or removed)."""
+        try:
+            return os.path.samestat(os.stat(self.path), os.fstat(self._fd))
+        except OSError:
+            return False
+
     def read_bytes(self) -> bytes:
         """RETURNS (bytes): the content the file had when it was pinned."""
         return b"".join(os.pread(self._fd, min(CHUNK, self.size - start), start)

@@ -10,7 +10,9 @@ def test_a_pinned_file_survives_its_replacement(tmp_path):
     path = tmp_path / "weights"
     path.write_bytes(b"old" * 10_000)
     pinned = PinnedFile(path)
+    assert pinned.intact()
     replace_file(path, lambda p: p.write_bytes(b"new"))
+    assert not pinned.intact()
     assert path.read_bytes() == b"new" and pinned.read_bytes() == b"old" * 10_000
     pinned.copy_to(tmp_path / "copy")
     assert (tmp_path / "copy").read_bytes() == b"old" * 10_000

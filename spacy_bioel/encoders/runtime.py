@@ -154,9 +154,10 @@ class OnnxRuntime:
             self._tokenizer = batch_tokenizer(model)
             logger.info("Exported the mention tower to ONNX (%s, %.1f MB)",
                         self.quantize or "float32", len(self._onnx) / 1e6)
-        if self._session is None:
-            self._session = self._new_session(self._onnx if self._onnx is not None
-                                              else str(self._file.path))
+        if self._session is None:  # (again, e.g. in a forked worker): the pinned graph
+            source = self._onnx if self._onnx is not None else (
+                str(self._file.path) if self._file.intact() else self._file.read_bytes())
+            self._session = self._new_session(source)
         if self._tokenizer is None:
             from .thinc_biencoder import batch_tokenizer
 

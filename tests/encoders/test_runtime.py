@@ -94,6 +94,18 @@ def test_a_damaged_onnx_file_is_named(tiny_bert_dir, tmp_path):
     assert str(graph) in str(err.value)
 
 
+def test_a_pipeline_from_bytes_reopens_its_graph_after_the_files_are_gone(tiny_bert_dir):
+    nlp = build(tiny_bert_dir)
+    want = links(nlp)
+    loaded = spacy.blank("en")
+    loaded.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir, runtime=ONNX))
+    loaded.from_bytes(nlp.to_bytes())  # read through a temporary folder, removed since
+    linker = loaded.get_pipe("bioel_linker")
+    assert linker.deferred_model is not None
+    linker.runtime._session = None  # as in a forked worker
+    assert links(loaded) == want
+
+
 def test_settings_are_checked():
     with pytest.raises(BioELError, match="E175"):
         OnnxRuntime(quantize="int4")
