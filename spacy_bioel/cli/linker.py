@@ -114,6 +114,7 @@ def upgrade_pipeline(
 
     setup_logging(verbose)
     config = upgrade_config(load_config(pipeline / "config.cfg", interpolate=False))
+    output.parent.mkdir(parents=True, exist_ok=True)
     load_with_config(pipeline, config).to_disk(output)
     typer.echo(f"Upgraded {pipeline} -> {output}")
 
@@ -133,6 +134,7 @@ def repair_pipeline(
 
     setup_logging(verbose)
     kb = KnowledgeBase.from_disk(kb_path) if kb_path else None
+    output.parent.mkdir(parents=True, exist_ok=True)
     repair(pipeline, kb).to_disk(output)
     typer.echo(f"Repaired {pipeline} -> {output}")
 
@@ -176,6 +178,7 @@ def set_stage(
     linker = find_linker(nlp, linker_name)
     fresh = registry.resolve({"stage": block})["stage"] if block is not None else None
     linker.set_stage(stage, fresh)  # not the saved parameters of the stage it replaces
+    output.parent.mkdir(parents=True, exist_ok=True)  # spaCy creates the last folder only
     nlp.to_disk(output)
     typer.echo(f"{linker_name}.{stage} = {function} {params or ''}; saved to {output}")
 

@@ -134,8 +134,10 @@ class DatastoreKNN:
     """Keys: training-mention embeddings; values: their gold concept ids.
 
     Exact inner-product search (cosine for normalised keys): one BLAS matmul
-    per batch (a corpus' training mentions are thousands, not millions); ties
-    go to the earlier key.
+    per batch (a corpus' training mentions are thousands, not millions). Keys
+    that tie exactly (the same text in two training mentions, linked to two
+    concepts) are taken in training order, the earlier first, so results never
+    depend on a search library's internal order.
     """
 
     def __init__(self, dim: int) -> None:
