@@ -65,6 +65,7 @@ def side_by_side_command(
     dataset: str = typer.Option("", "--dataset", help="Label of the data in the table"),
     threshold: float = typer.Option(0.7, "--scispacy-threshold", help="scispaCy's candidate threshold (its default 0.7)"),
     build: bool = typer.Option(True, "--build/--no-build", help="Time each system's build"),
+    build_only: List[str] = typer.Option([], "--build-only", help="Time the build of these systems only (labels; 'scispaCy linker' for scispaCy's), repeatable: variants made by set-stage share their source pipeline's build"),
     output: Path = typer.Option(Path("metrics/benchmark/side_by_side.json"), "--output", help="JSON (a .md beside it)"),
     verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
@@ -73,6 +74,7 @@ def side_by_side_command(
     --rounds rounds at each input size: build s, load s, mentions/s (min and
     median), peak RSS, Acc@1 and the ratios, as JSON and a markdown table."""
     setup_logging(verbose)
+    from ..errors import BioELError, Errors
     from ..evaluation.sidebyside import SCISPACY, System, parse_system, side_by_side, summary_table
     from ..kb.knowledge_base import KnowledgeBase
     from ..kb.scispacy_jsonl import write_scispacy_jsonl
@@ -90,8 +92,13 @@ def side_by_side_command(
         systems.insert(0, System("scispaCy linker", SCISPACY, scispacy_python,
                                  kb_jsonl=str(kb_jsonl), index_dir=str(index)))
     sizes = [as_int("--repeat", v, 1) for v in split_csv(repeats)]
+    unknown = sorted(set(build_only) - {s.label for s in systems})
+    if unknown:
+        raise BioELError(Errors.E175.format(name="--build-only", value=", ".join(unknown),
+                                            expected="labels of the systems: " + ", ".join(
+                                                s.label for s in systems)))
     result = side_by_side(systems, read_docs([data]), sizes, as_int("--rounds", rounds, 1),
-                          workdir, build=build, threshold=threshold)
+                          workdir, build=build, threshold=threshold, build_only=build_only or None)
     result.update({"dataset": dataset or data.stem, "data": str(data), "kb": str(kb_path)})
     write_json(output, result)
     table = summary_table([result])
@@ -129,6 +136,8 @@ def benchmark_index_command(
     cache_dir: Path = typer.Option(Path("training/embedding_cache"), "--cache-dir", help="Where the name vectors are kept (float16; an interrupted encoding resumes)"),
     sample: int = typer.Option(2000, "--sample", help="Distinct mention texts to query"),
     k: int = typer.Option(64, "--k", help="Recall@k against exact search"),
+    indexes: str = typer.Option("hnsw_sq8,ivf_sq8", "--indexes", help="Index types to build and measure, comma-separated: hnsw_sq8 (M=32; efSearch 128/256/512) | ivf_sq8 (4 sqrt(n) lists; nprobe 32/128/512)"),
+    encode_with: str = typer.Option("torch", "--encode-with", help="How the names are encoded: torch (the pipeline's concept tower) | onnx | onnx-int8 (the tower exported and quantised: about 2x faster on a CPU)"),
     output: Path = typer.Option(Path("metrics/scale/index.json"), "--output", help="JSON (a .md beside it)"),
     verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
@@ -142,15 +151,24 @@ def benchmark_index_command(
     from ..pipeline.loading import find_linker
     from ..validation import as_int
 
+    from ..errors import BioELError, Errors
+
+    settings = [s for s in scale.DEFAULT_SETTINGS if s["build"]["index_type"] in split_csv(indexes)]
+    if not settings or len(settings) != len(split_csv(indexes)):
+        raise BioELError(Errors.E175.format(name="--indexes", value=repr(indexes), expected=", ".join(
+            s["build"]["index_type"] for s in scale.DEFAULT_SETTINGS)))
+    if encode_with not in scale.ENCODERS:
+        raise BioELError(Errors.E175.format(name="--encode-with", value=repr(encode_with),
+                                            expected=" | ".join(scale.ENCODERS)))
     start = time.perf_counter()
     kb = KnowledgeBase.from_disk(kb_path)
     names = NameTable(kb)
     logger_rss = scale.rss_mb()
     linker = find_linker(load_pipeline(pipeline))
-    encoded = scale.encode_names(linker, names, cache_dir)
+    encoded = scale.encode_names(linker, names, cache_dir, encode_with=encode_with)
     texts = scale.mention_queries(linker, read_docs(list(queries)), as_int("--sample", sample, 1))
     vectors = linker.runtime.encode(linker.model, texts, linker.cfg["encode_batch_size"])
-    result = scale.benchmark_index(encoded["vectors"], names, vectors, scale.DEFAULT_SETTINGS,
+    result = scale.benchmark_index(encoded["vectors"], names, vectors, settings,
                                    as_int("--k", k, 1))
     result.update({"kb": kb.name, "kb_path": str(kb_path), "names": len(names),
                    "concepts": len(names.concept_ids), "pipeline": str(pipeline),

@@ -42,9 +42,10 @@ def _require_onnx() -> None:
         raise BioELError(Errors.E178.format(missing=err.name or "onnx")) from err
 
 
-def export_mention_encoder(model, quantize: Optional[str] = None) -> bytes:
+def export_mention_encoder(model, quantize: Optional[str] = None, tower: str = "mention") -> bytes:
     """The ONNX bytes of `model`'s mention tower (a thinc `spacy-bioel.BiEncoder.v1`
-    with its PyTorch module built), float32 or int8.
+    with its PyTorch module built), float32 or int8; `tower="concept"` exports
+    the concept tower instead (to encode a very large KB's names faster).
 
     RETURNS (bytes): A serialized ONNX model (E178 without onnx/onnxruntime,
         E179 when the graph's output differs from PyTorch's).
@@ -63,7 +64,7 @@ def export_mention_encoder(model, quantize: Optional[str] = None) -> bytes:
             self.biencoder = module
 
         def forward(self, input_ids, attention_mask):
-            return self.biencoder.encode("mention", input_ids, attention_mask)
+            return self.biencoder.encode(tower, input_ids, attention_mask)
 
     graph = MentionGraph().eval()
     ids, mask = tokenize(model, PROBE_TEXTS, device)  # padded: the masking branch is traced

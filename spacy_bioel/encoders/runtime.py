@@ -112,12 +112,15 @@ class OnnxRuntime:
         MatMul weights) or 'int8-all' (the embedding table too: smallest).
     threads (int): Threads for inference (0: the libraries' defaults).
     batch_size (int): Texts per ONNX Runtime call (small batches pad less).
+    tower (str): The tower exported: "mention" (prediction) or "concept"
+        (`benchmark-index --encode-with`: a KB's names); not a config setting.
     """
 
     name = "onnx"
     has_files = True
 
-    def __init__(self, quantize: Optional[str] = None, threads: int = 0, batch_size: int = 64) -> None:
+    def __init__(self, quantize: Optional[str] = None, threads: int = 0, batch_size: int = 64,
+                 tower: str = "mention") -> None:
         from .onnx_export import QUANTIZATIONS
 
         if quantize not in QUANTIZATIONS:
@@ -126,6 +129,7 @@ class OnnxRuntime:
         self.quantize = quantize
         self.threads = as_int("runtime.threads", threads, 0)
         self.batch_size = as_int("runtime.batch_size", batch_size, 1)
+        self.tower = tower
         self._session = None
         self._tokenizer = None
         self._onnx: Optional[bytes] = None  # exported in this process
@@ -149,10 +153,10 @@ class OnnxRuntime:
 
             if not model.layers:
                 raise BioELError(Errors.E168)
-            self._onnx = export_mention_encoder(model, self.quantize)
+            self._onnx = export_mention_encoder(model, self.quantize, self.tower)
             self._file, self._session, self._stale = None, None, False
             self._tokenizer = batch_tokenizer(model)
-            logger.info("Exported the mention tower to ONNX (%s, %.1f MB)",
+            logger.info("Exported the %s tower to ONNX (%s, %.1f MB)", self.tower,
                         self.quantize or "float32", len(self._onnx) / 1e6)
         if self._session is None:  # (again, e.g. in a forked worker): the pinned graph
             source = self._onnx if self._onnx is not None else (

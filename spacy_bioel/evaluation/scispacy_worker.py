@@ -22,6 +22,16 @@ import time
 
 
 def peak_rss_mb() -> float:
+    """This process' peak resident set size (MB): Linux's VmHWM, which starts
+    afresh at exec (ru_maxrss does not: a worker would report at least the RSS
+    its parent had when it forked)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmHWM"):
+                    return int(line.split()[1]) / 1024
+    except OSError:  # pragma: no cover - not Linux
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -44,6 +54,7 @@ def build(kb_path: str, index_dir: str, out: str) -> None:
 def link(kb_path: str, index_dir: str, docs_path: str, out: str, threshold: float) -> None:
     start = time.perf_counter()
     import spacy
+    from spacy.tokens import Doc, Span
     import scispacy
     from scispacy.abbreviation import AbbreviationDetector  # noqa: F401 (registers the factory)
     from scispacy.candidate_generation import CandidateGenerator, LinkerPaths
@@ -65,9 +76,13 @@ def link(kb_path: str, index_dir: str, docs_path: str, out: str, threshold: floa
         with open(docs_path, encoding="utf-8") as handle:
             for line in handle:
                 record = json.loads(line)
-                doc = nlp.make_doc(record["text"])
-                doc.ents = [doc.char_span(s, e, label=label, alignment_mode="expand")
-                            for s, e, label in record["ents"]]
+                if "words" in record:  # the benchmark's tokens: the same mentions for every system
+                    doc = Doc(nlp.vocab, words=record["words"], spaces=record["spaces"])
+                    doc.ents = [Span(doc, s, e, label=label) for s, e, label in record["spans"]]
+                else:
+                    doc = nlp.make_doc(record["text"])
+                    doc.ents = [doc.char_span(s, e, label=label, alignment_mode="expand")
+                                for s, e, label in record["ents"]]
                 yield doc
 
     predictions = []

@@ -68,10 +68,17 @@ def parse_system(spec: str) -> System:
 
 def write_inputs(docs: Sequence[Doc], repeats: Sequence[int], folder: Path
                  ) -> Dict[int, Path]:
-    """One DOCS.jsonl per input size: the docs repeated `r` times."""
+    """One DOCS.jsonl per input size: the docs repeated `r` times, each as its
+    tokens ("words", "spaces") and entities as token spans ("spans"), so that
+    every system links exactly the same mentions whatever its own tokenizer
+    would make of the text (BC5CDR has mentions that share a token once
+    re-tokenised); "text" and character "ents" are kept for reading."""
     folder.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps({"text": doc.text, "ents": [[e.start_char, e.end_char, e.label_]
-                                                     for e in doc.ents]}) for doc in docs]
+    lines = [json.dumps({"text": doc.text, "words": [token.text for token in doc],
+                         "spaces": [bool(token.whitespace_) for token in doc],
+                         "spans": [[e.start, e.end, e.label_] for e in doc.ents],
+                         "ents": [[e.start_char, e.end_char, e.label_] for e in doc.ents]})
+             for doc in docs]
     paths = {}
     for r in repeats:
         paths[r] = folder / f"docs_x{r}.jsonl"
@@ -127,14 +134,17 @@ def accuracy(predictions: Sequence[str], gold: Sequence[List[str]]) -> Optional[
 
 def side_by_side(systems: List[System], docs: Sequence[Doc], repeats: Sequence[int], rounds: int,
                  workdir: Path, *, build: bool = True, threshold: float = 0.7,
-                 timeout: float = 3600.0) -> Dict[str, Any]:
+                 timeout: float = 3600.0, build_only: Optional[Sequence[str]] = None
+                 ) -> Dict[str, Any]:
     """Run every system on every input size, `rounds` times, alternating the
-    order each round; RETURNS the raw runs and the summary (see `summarize`)."""
+    order each round; RETURNS the raw runs and the summary (see `summarize`).
+    With `build_only` (labels), only those systems' builds are timed."""
     workdir.mkdir(parents=True, exist_ok=True)
     inputs = write_inputs(docs, repeats, workdir / "inputs")
     gold = [split_gold_ids(e.kb_id_) for doc in docs for e in doc.ents]
     if build:
-        for system in tqdm(systems, desc="Building", unit=" systems"):
+        to_build = [s for s in systems if build_only is None or s.label in build_only]
+        for system in tqdm(to_build, desc="Building", unit=" systems"):
             system.build = build_system(system, workdir, timeout)
             logger.info("%s: built in %.1f s", system.label, system.build["build_s"])
     runs = []

@@ -46,7 +46,7 @@ INDEX_TYPES = ("flat", "hnsw", "ivfpq", "hnsw_sq8", "ivf_sq8")
 BACKENDS = ("auto", "faiss", "torch", "numpy")
 VECTOR_DTYPES = ("float32", "float16")
 STORE_FORMAT = 3
-BLOCK_BYTES = 32 * 2 ** 20  # scores computed per block of queries (flat search)
+BLOCK_BYTES = 8 * 2 ** 20  # scores computed per block of queries (flat search): bounds the peak memory
 CHUNK_ROWS = 8192  # float16 vectors converted to float32 this many rows at a time
 Hit = Tuple[int, int, float]  # (concept index, name index, score)
 

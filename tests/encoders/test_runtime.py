@@ -58,6 +58,33 @@ def test_onnx_reproduces_the_torch_mention_tower(tiny_bert_dir):
         assert cosine.min() > 0.9
 
 
+def test_the_concept_tower_exports_too(tiny_bert_dir):
+    """`tower="concept"` (benchmark-index --encode-with onnx) encodes with the
+    concept tower, not the mention tower, when the two differ."""
+    import torch
+
+    from spacy_bioel.encoders.thinc_biencoder import torch_module
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir, model={
+        "@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
+        "pooling": "mean", "max_length": 16, "shared_towers": False}))
+    linker = nlp.get_pipe("bioel_linker")
+    linker.set_kb(toy_kb())
+    nlp.initialize()
+    with torch.no_grad():  # make the towers differ
+        for weight in torch_module(linker.model).tower("mention").parameters():
+            weight.add_(0.05 * torch.randn_like(weight))
+    concept = embed_texts(linker.model, TEXTS, "concept")
+    mention = embed_texts(linker.model, TEXTS, "mention")
+    assert not np.allclose(concept, mention, atol=1e-3)
+    got = OnnxRuntime(tower="concept").encode(linker.model, TEXTS, 2)
+    assert np.allclose(got, concept, atol=1e-5)
+    cosine = (OnnxRuntime(quantize="int8", tower="concept").encode(linker.model, TEXTS, 64)
+              * concept).sum(axis=1)
+    assert cosine.min() > 0.9
+
+
 def test_a_saved_onnx_pipeline_predicts_without_the_torch_module(tiny_bert_dir, tmp_path):
     nlp = build(tiny_bert_dir)
     want = links(nlp)

@@ -44,3 +44,26 @@ def test_the_report_of_a_small_index():
     assert "| hnsw_sq8 |" in table({**result, "kb": "random", "names": len(names),
                                     "concepts": len(names.concept_ids)})
     assert recall([[1, 2], [3]], [[2, 5], [3]]) == 0.75
+
+
+def test_names_encoded_with_onnx_are_cached_under_their_own_key(tiny_bert_dir, tmp_path):
+    import spacy
+
+    from spacy_bioel.encoders.thinc_biencoder import embed_texts
+    from spacy_bioel.evaluation.scale import encode_names
+    from tests.utils import tiny_linker_config
+
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir))
+    kb = random_kb(np.random.default_rng(2), 20)
+    linker.set_kb(kb)
+    nlp.initialize()
+    names = NameTable(kb)
+    torch_run = encode_names(linker, names, tmp_path, encode_with="torch")
+    onnx_run = encode_names(linker, names, tmp_path, encode_with="onnx")
+    assert onnx_run["record"]["encode_with"] == "onnx"
+    cached = sorted(p.name for p in tmp_path.glob("names-*.npy"))
+    assert len(cached) == 2 and any("-onnx-" in name for name in cached)
+    want = embed_texts(linker.model, names.names, "concept")
+    assert np.allclose(np.asarray(torch_run["vectors"], np.float32), want, atol=2e-3)  # float16
+    assert np.allclose(np.asarray(onnx_run["vectors"], np.float32), want, atol=2e-3)
