@@ -15,7 +15,6 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import resource
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
@@ -25,6 +24,7 @@ import numpy as np
 from ..index.dense import DenseCandidateStore
 from ..index.name_index import NameIndex
 from ..index.names import NameTable
+from .bioel_worker import peak_rss_mb  # VmHWM; it lives in the worker, which runs without this package
 
 logger = logging.getLogger(__name__)
 
@@ -36,20 +36,6 @@ def rss_mb() -> float:
             if line.startswith("VmRSS"):
                 return int(line.split()[1]) / 1024
     return float("nan")  # pragma: no cover - not Linux
-
-
-def peak_rss_mb() -> float:
-    """This process' peak resident set size (MB): Linux's VmHWM, which starts
-    afresh at exec (ru_maxrss does not: a worker would report at least the RSS
-    its parent had when it forked)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("VmHWM"):
-                    return int(line.split()[1]) / 1024
-    except OSError:  # pragma: no cover - not Linux
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 ENCODERS = ("torch", "onnx", "onnx-int8")

@@ -30,13 +30,23 @@ def linked(nlp, docs):
     return [[(e.kb_id_, e._.kb_ents, e._.nil_score) for e in d.ents] for d in nlp.pipe(docs)]
 
 
-def assert_same_links(got, want):
-    assert [[(i, [c for c, _ in k]) for i, k, _ in doc] for doc in got] == \
-        [[(i, [c for c, _ in k]) for i, k, _ in doc] for doc in want]
+def assert_same_links(got, want, tolerance=1e-5):
+    """The same kb_id_ for every entity and the same candidates in the same
+    order with the same scores, except that two candidates whose scores differ by float noise (the
+    random tiny model makes such near-ties; the batch a query was scored in moves
+    scores in the 7th decimal) may swap, or trade the last place."""
+    assert [len(doc) for doc in got] == [len(doc) for doc in want]
     for got_doc, want_doc in zip(got, want):
-        for (_, a, na), (_, b, nb) in zip(got_doc, want_doc):
-            assert np.allclose([p for _, p in a], [p for _, p in b], atol=1e-4)
-            assert abs(na - nb) < 1e-4
+        for (ia, a, na), (ib, b, nb) in zip(got_doc, want_doc):
+            assert len(a) == len(b) and abs(na - nb) < 1e-4
+            if ia != ib:  # only the top candidates of a near-tie (checked below)
+                assert (ia, ib) == (a[0][0], b[0][0])
+            others = dict(b)
+            for (ca, sa), (cb, sb) in zip(a, b):
+                assert abs(sa - sb) < tolerance
+                if ca != cb:  # a near-tie, never a different ranking
+                    assert abs(others[ca] - sa) < tolerance if ca in others else \
+                        abs(sa - b[-1][1]) < tolerance
 
 
 @pytest.mark.data
