@@ -7,8 +7,7 @@ environment (the pipeline served by ONNX runs where PyTorch is not installed).
 
 `link` loads the pipeline, builds docs from DOCS.jsonl (per line the tokens,
 {"words", "spaces", "spans": [[start_token, end_token, label], ...]}, as the
-scispaCy worker builds them; or {"text", "ents": [[start_char, end_char,
-label], ...]}, tokenized by the pipeline), links them with
+scispaCy worker builds them), links them with
 `nlp.pipe` and writes each mention's top candidate (`Span._.kb_ents[0]`, as
 `evaluate`'s Acc@1 reads it; NIL when there is none), the number of NIL answers
 (`kb_id_`), the times, the peak RSS and the linker's counts (shortcuts, cache hits). `build` times
@@ -50,13 +49,9 @@ def link(pipeline: str, docs_path: str, out: str, batch_size: int = 64) -> None:
         with open(docs_path, encoding="utf-8") as handle:
             for line in handle:
                 record = json.loads(line)
-                if "words" in record:  # the benchmark's tokens: the same mentions for every system
-                    doc = Doc(nlp.vocab, words=record["words"], spaces=record["spaces"])
-                    doc.ents = [Span(doc, s, e, label=label) for s, e, label in record["spans"]]
-                else:
-                    doc = nlp.make_doc(record["text"])
-                    doc.ents = [doc.char_span(s, e, label=label, alignment_mode="expand")
-                                for s, e, label in record["ents"]]
+                # the benchmark's tokens and spans: the same mentions for every system
+                doc = Doc(nlp.vocab, words=record["words"], spaces=record["spaces"])
+                doc.ents = [Span(doc, s, e, label=label) for s, e, label in record["spans"]]
                 yield doc
 
     predictions, nil_answers = [], 0

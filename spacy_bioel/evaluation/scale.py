@@ -76,12 +76,11 @@ def encode_names(linker, names: NameTable, cache_dir: Path, dtype: str = "float1
         def encode(texts):
             return runtime.encode(linker.model, texts, linker.cfg["encode_batch_size"])
     record_path = cache_dir / f"names-{key}.encoding.json"
-    partial = cache_dir / f"names-{key}{'' if dtype == 'float32' else '-f16'}.partial.json"
-    resumed_at = json.loads(partial.read_text(encoding="utf-8"))["done"] if partial.exists() else 0
     start = time.perf_counter()
     vectors = index._cached(encode, key, progress=True)
     seconds = time.perf_counter() - start
     if not record_path.exists():  # the run that encoded (the last part, when resumed)
+        resumed_at = index.resumed_at
         encoded = len(names) - resumed_at
         record_path.write_text(json.dumps({
             "encode_s": seconds * len(names) / max(1, encoded), "names": len(names),

@@ -16,23 +16,11 @@ default threshold 0.7, no definition filter: the KB has no definitions) and
 writes the top concept of every mention (or NIL), the times and the peak RSS.
 """
 import json
-import resource
 import sys
 import time
 
-
-def peak_rss_mb() -> float:
-    """This process' peak resident set size (MB): Linux's VmHWM, which starts
-    afresh at exec (ru_maxrss does not: a worker would report at least the RSS
-    its parent had when it forked)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("VmHWM"):
-                    return int(line.split()[1]) / 1024
-    except OSError:  # pragma: no cover - not Linux
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# run by path: its folder is on sys.path, and bioel_worker imports nothing of this package
+from bioel_worker import peak_rss_mb
 
 
 def build(kb_path: str, index_dir: str, out: str) -> None:
@@ -76,13 +64,9 @@ def link(kb_path: str, index_dir: str, docs_path: str, out: str, threshold: floa
         with open(docs_path, encoding="utf-8") as handle:
             for line in handle:
                 record = json.loads(line)
-                if "words" in record:  # the benchmark's tokens: the same mentions for every system
-                    doc = Doc(nlp.vocab, words=record["words"], spaces=record["spaces"])
-                    doc.ents = [Span(doc, s, e, label=label) for s, e, label in record["spans"]]
-                else:
-                    doc = nlp.make_doc(record["text"])
-                    doc.ents = [doc.char_span(s, e, label=label, alignment_mode="expand")
-                                for s, e, label in record["ents"]]
+                # the benchmark's tokens and spans: the same mentions for every system
+                doc = Doc(nlp.vocab, words=record["words"], spaces=record["spaces"])
+                doc.ents = [Span(doc, s, e, label=label) for s, e, label in record["spans"]]
                 yield doc
 
     predictions = []

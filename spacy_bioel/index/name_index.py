@@ -67,6 +67,7 @@ class NameIndex:
         self.backend = backend
         self.embedding_cache = embedding_cache
         self.vectors_dtype = vectors_dtype
+        self.resumed_at = 0  # names of the last cached encoding that an interrupted run had encoded
         self.device = device
         self.search_params = {"nprobe": nprobe, "ef_search": ef_search, "hnsw_m": hnsw_m,
                               "ivf_lists": ivf_lists}
@@ -175,6 +176,7 @@ class NameIndex:
                 logger.info("Resuming the encoding of %s at name %d", path.name, start)
         else:
             out = None
+        self.resumed_at = start  # names an earlier, interrupted run encoded
         if out is None:
             dim = self._allocate(encode).shape[1]
             out = np.lib.format.open_memmap(partial, mode="w+", dtype=self.vectors_dtype,
