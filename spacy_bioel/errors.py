@@ -213,6 +213,12 @@ class Errors(metaclass=ErrorsWithCodes):
     E181 = ("A benchmark worker failed: {command}: {problem}. Check that its Python "
             "environment has the system installed (scispaCy: `spacy project run scispacy-venv`; "
             "a pipeline: spacy-bioel and its runtime) and that the paths exist.")
+    E182 = ("{path} holds a pre-training checkpoint of a different run ({problem}). Resume "
+            "with the same KBs, exclusions and settings, pass --restart to discard it, or "
+            "choose another output directory.")
+    E183 = ("Nothing to pre-train on: the KBs give {pairs} synonym pairs after the leakage "
+            "rules ({concepts} concepts with a name). Give KBs whose concepts have synonyms "
+            "(a KB of one name per concept, e.g. AskAPatient's, has no pairs), or exclude less.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

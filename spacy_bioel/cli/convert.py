@@ -114,4 +114,9 @@ def nil_split(
     for name, docs in relabelled.items():
         DocBin(docs=docs, store_user_data=True).to_disk(output_dir / f"{name}.spacy")
     write_json(output_dir / "nil_report.json", report.to_dict())
-    typer.echo(f"{len(kb) - len(reduced)} concepts held out; {dict(report.counts)}")
+    heldout = sorted(set(kb.concept_ids) - set(reduced.concept_ids))
+    # the ids a pre-training run must not see (pretrain-encoder --exclude-concepts)
+    (output_dir / "heldout_concepts.txt").write_text("".join(f"{c}\n" for c in heldout),
+                                                     encoding="utf-8")
+    typer.echo(f"{len(heldout)} concepts held out (heldout_concepts.txt); "
+               f"{dict(report.counts)}")
