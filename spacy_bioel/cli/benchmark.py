@@ -148,13 +148,13 @@ def benchmark_index_command(
     from ..evaluation import scale
     from ..index.names import NameTable
     from ..kb.knowledge_base import KnowledgeBase
+    from ..errors import BioELError, Errors
     from ..pipeline.loading import find_linker
     from ..validation import as_int
 
-    from ..errors import BioELError, Errors
-
-    settings = [s for s in scale.DEFAULT_SETTINGS if s["build"]["index_type"] in split_csv(indexes)]
-    if not settings or len(settings) != len(split_csv(indexes)):
+    wanted = split_csv(indexes)
+    settings = [s for s in scale.DEFAULT_SETTINGS if s["build"]["index_type"] in wanted]
+    if not settings or len(settings) != len(wanted):
         raise BioELError(Errors.E175.format(name="--indexes", value=repr(indexes), expected=", ".join(
             s["build"]["index_type"] for s in scale.DEFAULT_SETTINGS)))
     if encode_with not in scale.ENCODERS:

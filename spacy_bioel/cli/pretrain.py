@@ -8,7 +8,7 @@ from typing import List, Optional, Set, Tuple
 
 import typer
 
-from ._app import app, read_docs, setup_logging
+from ._app import app, read_docs, setup_logging, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -40,11 +40,17 @@ def read_exclusions(concept_files: List[Path], query_files: List[Path],
                 into.add(text)
 
     for path in concept_files:
-        from_docs(path, True, False) if path.suffix == ".spacy" else from_lines(path, concepts)
+        if path.suffix == ".spacy":
+            from_docs(path, ids=True, texts=False)
+        else:
+            from_lines(path, concepts)
     for path in query_files:
-        from_docs(path, False, True) if path.suffix == ".spacy" else from_lines(path, strings)
+        if path.suffix == ".spacy":
+            from_docs(path, ids=False, texts=True)
+        else:
+            from_lines(path, strings)
     for path in test_sets:
-        from_docs(path, True, True)
+        from_docs(path, ids=True, texts=True)
     return concepts, strings
 
 
@@ -115,9 +121,9 @@ def pretrain_encoder(
         threads=as_int("--threads", threads, 0),
         device="cpu" if gpu_id < 0 else f"cuda:{gpu_id}")
     if max_names is not None:
-        as_int("--max-names-per-concept", max_names, 2)
+        max_names = as_int("--max-names-per-concept", max_names, 2)
     if max_pairs is not None:
-        as_int("--max-pairs-per-concept", max_pairs, 1)
+        max_pairs = as_int("--max-pairs-per-concept", max_pairs, 1)
     kbs = [KnowledgeBase.from_disk(path) for path in kb_paths]
     sets = collect_synonym_sets(kbs)
     concepts, strings = read_exclusions(exclude_concepts, exclude_queries, zero_shot_test)
@@ -170,8 +176,6 @@ def pretrain_table(
 
     setup_logging(verbose)
     summary = pretrain_summary(untrained, pretrained, encoders)
-    from ._app import write_json
-
     write_json(output.with_suffix(".json"), summary["data"])
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(summary["markdown"], encoding="utf-8")

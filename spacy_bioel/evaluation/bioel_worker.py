@@ -35,27 +35,30 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def benchmark_docs(vocab, docs_path: str):
+    """Yield the docs of DOCS.jsonl built from the benchmark's tokens and token
+    spans, so that every system (this worker and scispacy_worker.py) links the
+    same mentions whatever its own tokenizer would make of the text."""
+    from spacy.tokens import Doc, Span
+
+    with open(docs_path, encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            doc = Doc(vocab, words=record["words"], spaces=record["spaces"])
+            doc.ents = [Span(doc, s, e, label=label) for s, e, label in record["spans"]]
+            yield doc
+
+
 def link(pipeline: str, docs_path: str, out: str, batch_size: int = 64) -> None:
     start = time.perf_counter()
     import spacy
-    from spacy.tokens import Doc, Span
 
     imported = time.perf_counter()
     rss_imported = peak_rss_mb()
     nlp = spacy.load(pipeline)
     loaded = time.perf_counter()
-
-    def docs():  # built exactly as scispacy_worker.py builds them (it cannot import this package)
-        with open(docs_path, encoding="utf-8") as handle:
-            for line in handle:
-                record = json.loads(line)
-                # the benchmark's tokens and spans: the same mentions for every system
-                doc = Doc(nlp.vocab, words=record["words"], spaces=record["spaces"])
-                doc.ents = [Span(doc, s, e, label=label) for s, e, label in record["spans"]]
-                yield doc
-
     predictions, nil_answers = [], 0
-    for doc in nlp.pipe(docs(), batch_size=batch_size):
+    for doc in nlp.pipe(benchmark_docs(nlp.vocab, docs_path), batch_size=batch_size):
         for ent in doc.ents:
             candidates = ent._.kb_ents
             predictions.append(candidates[0][0] if candidates else "NIL")

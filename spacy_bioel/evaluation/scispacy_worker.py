@@ -2,16 +2,17 @@
 (`python -m spacy_bioel side-by-side`), in scispaCy's own environment.
 
 This file is run by path with that environment's Python (scispaCy pins
-numpy<2 and, to build its index, scipy<1.11), so it imports nothing from
-spacy_bioel: only the standard library, spaCy and scispaCy.
+numpy<2 and, to build its index, scipy<1.11), so it imports nothing from the
+spacy_bioel package: only the standard library, spaCy, scispaCy and its
+sibling file bioel_worker.py (which needs nothing else either).
 
     python scispacy_worker.py build KB.jsonl INDEX_DIR OUT.json
     python scispacy_worker.py link KB.jsonl INDEX_DIR DOCS.jsonl OUT.json [--threshold 0.7]
 
 `build` fits scispaCy's TF-IDF vectorizer and nmslib HNSW index over the KB's
 aliases (`create_tfidf_ann_index`). `link` loads them, builds docs from
-DOCS.jsonl ({"text", "ents": [[start, end, label], ...]} per line) with a blank
-English tokenizer, runs the abbreviation detector and the linker (k=30, scispaCy's
+DOCS.jsonl's tokens and token spans (`bioel_worker.benchmark_docs`, as the other
+worker does), runs the abbreviation detector and the linker (k=30, scispaCy's
 default threshold 0.7, no definition filter: the KB has no definitions) and
 writes the top concept of every mention (or NIL), the times and the peak RSS.
 """
@@ -20,7 +21,7 @@ import sys
 import time
 
 # run by path: its folder is on sys.path, and bioel_worker imports nothing of this package
-from bioel_worker import peak_rss_mb
+from bioel_worker import benchmark_docs, peak_rss_mb
 
 
 def build(kb_path: str, index_dir: str, out: str) -> None:
@@ -42,7 +43,6 @@ def build(kb_path: str, index_dir: str, out: str) -> None:
 def link(kb_path: str, index_dir: str, docs_path: str, out: str, threshold: float) -> None:
     start = time.perf_counter()
     import spacy
-    from spacy.tokens import Doc, Span
     import scispacy
     from scispacy.abbreviation import AbbreviationDetector  # noqa: F401 (registers the factory)
     from scispacy.candidate_generation import CandidateGenerator, LinkerPaths
@@ -59,18 +59,8 @@ def link(kb_path: str, index_dir: str, docs_path: str, out: str, threshold: floa
     linker = EntityLinker(nlp, candidate_generator=generator, resolve_abbreviations=True,
                           threshold=threshold, filter_for_definitions=False)
     loaded = time.perf_counter()
-
-    def docs():
-        with open(docs_path, encoding="utf-8") as handle:
-            for line in handle:
-                record = json.loads(line)
-                # the benchmark's tokens and spans: the same mentions for every system
-                doc = Doc(nlp.vocab, words=record["words"], spaces=record["spaces"])
-                doc.ents = [Span(doc, s, e, label=label) for s, e, label in record["spans"]]
-                yield doc
-
     predictions = []
-    for doc in nlp.pipe(docs(), batch_size=64):
+    for doc in nlp.pipe(benchmark_docs(nlp.vocab, docs_path), batch_size=64):
         doc = linker(doc)
         predictions.extend(ent._.kb_ents[0][0] if ent._.kb_ents else "NIL" for ent in doc.ents)
     linked = time.perf_counter()

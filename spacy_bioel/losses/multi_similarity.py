@@ -42,6 +42,14 @@ import torch
 from torch import nn
 
 
+def synonym_masks(labels: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """RETURNS (Tuple[torch.Tensor, torch.Tensor]): (batch, batch) boolean masks
+    of every anchor's positives (same label, not itself) and negatives."""
+    same = labels.unsqueeze(0) == labels.unsqueeze(1)
+    eye = torch.eye(len(labels), dtype=torch.bool, device=labels.device)
+    return same & ~eye, ~same
+
+
 def mine_hard_pairs(similarities: torch.Tensor, labels: torch.Tensor,
                     epsilon: float = 0.2) -> Tuple[torch.Tensor, torch.Tensor]:
     """The multi-similarity miner (Wang et al. eqs. 10-11).
@@ -53,9 +61,7 @@ def mine_hard_pairs(similarities: torch.Tensor, labels: torch.Tensor,
         the kept positives and negatives of each anchor (row). An anchor with no
         positive keeps no negative; one with no negative keeps no positive.
     """
-    same = labels.unsqueeze(0) == labels.unsqueeze(1)
-    eye = torch.eye(len(labels), dtype=torch.bool, device=labels.device)
-    positive, negative = same & ~eye, ~same
+    positive, negative = synonym_masks(labels)
     scores = similarities.detach()
     inf = torch.tensor(float("inf"), dtype=scores.dtype, device=scores.device)
     hardest_positive = torch.where(positive, scores, inf).min(dim=1, keepdim=True).values
@@ -85,12 +91,8 @@ class MultiSimilarityLoss(nn.Module):
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         similarities = embeddings @ embeddings.T  # (batch, batch)
-        if self.epsilon is None:
-            same = labels.unsqueeze(0) == labels.unsqueeze(1)
-            eye = torch.eye(len(labels), dtype=torch.bool, device=labels.device)
-            positive, negative = same & ~eye, ~same
-        else:
-            positive, negative = mine_hard_pairs(similarities, labels, self.epsilon)
+        positive, negative = synonym_masks(labels) if self.epsilon is None else \
+            mine_hard_pairs(similarities, labels, self.epsilon)
         negative_term = _log1p_sum_exp(self.alpha * (similarities - self.base), negative) / self.alpha
         positive_term = _log1p_sum_exp(-self.beta * (similarities - self.base), positive) / self.beta
         return (negative_term + positive_term).mean()

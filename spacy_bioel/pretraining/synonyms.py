@@ -9,7 +9,7 @@ References:
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -69,12 +69,7 @@ class LeakageReport:
         return self.excluded_concept_pairs + self.query_pairs
 
     def to_dict(self) -> Dict[str, object]:
-        return {"excluded_concepts": self.excluded_concepts,
-                "excluded_concept_names": self.excluded_concept_names,
-                "excluded_concept_pairs": self.excluded_concept_pairs,
-                "query_string_names": self.query_names, "query_string_pairs": self.query_pairs,
-                "pairs_dropped": self.pairs_dropped,
-                "excluded_ids_not_in_kbs": self.unknown_excluded_ids, "examples": self.examples}
+        return {**asdict(self), "pairs_dropped": self.pairs_dropped}
 
     def lines(self) -> List[str]:
         """Human-readable summary, one reason per line."""

@@ -186,8 +186,8 @@ def pretrain(pairs: Sequence[SynonymPair], output_dir: Union[str, Path],
         "base_model": settings.base_model, "settings": asdict(settings),
         "data_fingerprint": identity["data"], "pairs": len(pairs), "steps": step,
         "steps_per_epoch": steps_per_epoch, "epochs_done": step / steps_per_epoch,
-        "names_seen": 2 * sum(min(settings.batch_size, len(pairs) - (s % steps_per_epoch)
-                                  * settings.batch_size) for s in range(step)),
+        "names_seen": 2 * (step // steps_per_epoch * len(pairs)
+                           + min(step % steps_per_epoch * settings.batch_size, len(pairs))),
         "seconds": seconds, "resumed_at_step": resumed_at, "this_run_s": elapsed,
         "names_per_s": names_this_run / max(elapsed, 1e-9),
         "loss_first_10pct": sum(losses[:tenth]) / tenth if losses else None,
@@ -228,23 +228,21 @@ def _resume(folder: Path, identity: Dict[str, Any], model, optimizer,
     meta_path = folder / "meta.json"
     if not meta_path.exists():
         return fresh
+    state = None
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         problem = None if meta["identity"] == identity else _difference(meta["identity"], identity)
     except (ValueError, KeyError, TypeError) as err:
         problem = f"unreadable meta.json: {err}"
+    if problem is None:
+        try:
+            state = torch.load(folder / "state.pt", map_location="cpu", weights_only=False)
+        except Exception as err:  # a damaged file: torch raises several types
+            problem = f"state.pt unreadable: {type(err).__name__}"
     if problem is not None:
         if not restart:
             raise BioELError(Errors.E182.format(path=folder, problem=problem))
         logger.warning("Discarding the checkpoint in %s (%s)", folder, problem)
-        shutil.rmtree(folder, ignore_errors=True)
-        return fresh
-    try:
-        state = torch.load(folder / "state.pt", map_location="cpu", weights_only=False)
-    except Exception as err:  # a damaged file: torch raises several types
-        if not restart:
-            raise BioELError(Errors.E182.format(path=folder, problem=f"state.pt unreadable: "
-                                                                     f"{type(err).__name__}"))
         shutil.rmtree(folder, ignore_errors=True)
         return fresh
     model.load_state_dict(state["model"])
