@@ -87,13 +87,16 @@ _PARAM = re.compile(r"^@?[A-Za-z_][A-Za-z0-9_]*$")
 
 def train_command(variant: dict, seed: int, output: Path, paths: Dict[str, Path],
                   extra: Dict[str, str]) -> List[str]:
-    """`python -m spacy train` for one (variant, seed)."""
+    """`python -m spacy train` for one (variant, seed). A '{seed}' in a string
+    override becomes the run's seed, so each seed can start from its own
+    weights (`paths.encoder: training/encoders/minilm-kb/s{seed}`)."""
     command = [sys.executable, "-m", "spacy", "train", str(variant["config"]),
                "--output", str(output), "--paths.train", str(paths["train"]),
                "--paths.dev", str(paths["dev"]), "--paths.kb", str(paths["kb"]),
                "--system.seed", str(seed), "--training.seed", str(seed)]
     for key, value in {**(variant.get("overrides") or {}), **extra}.items():
-        command += [f"--{key}", str(value).lower() if isinstance(value, bool) else str(value)]
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        command += [f"--{key}", text.replace("{seed}", str(seed)) if isinstance(value, str) else text]
     return command
 
 

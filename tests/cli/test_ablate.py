@@ -72,3 +72,17 @@ def test_bad_spec_errors(tmp_path):
         assert err.code == "E166" and "no config" in str(err)
     else:
         raise AssertionError("E166 expected")
+
+
+def test_seed_placeholder_in_overrides(tmp_path):
+    """'{seed}' in a string override becomes the run's seed; other values pass unchanged."""
+    from spacy_bioel.cli.ablate import train_command
+    variant = {"config": "configs/linker_cpu.cfg",
+               "overrides": {"paths.encoder": "enc/s{seed}", "training.max_epochs": 2,
+                             "components.bioel_linker.model.normalize": True}}
+    paths = {"train": tmp_path / "t", "dev": tmp_path / "d", "kb": tmp_path / "kb"}
+    command = train_command(variant, 2, tmp_path / "out", paths, {})
+    flags = dict(zip(command[5::2], command[6::2]))  # after `python -m spacy train CONFIG`
+    assert flags["--paths.encoder"] == "enc/s2" and flags["--training.max_epochs"] == "2"
+    assert flags["--components.bioel_linker.model.normalize"] == "true"
+    assert flags["--system.seed"] == "2"
