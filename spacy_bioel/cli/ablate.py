@@ -96,7 +96,7 @@ def train_command(variant: dict, seed: int, output: Path, paths: Dict[str, Path]
                "--system.seed", str(seed), "--training.seed", str(seed)]
     for key, value in {**(variant.get("overrides") or {}), **extra}.items():
         text = str(value).lower() if isinstance(value, bool) else str(value)
-        command += [f"--{key}", text.replace("{seed}", str(seed)) if isinstance(value, str) else text]
+        command += [f"--{key}", text.replace("{seed}", str(seed))]
     return command
 
 
