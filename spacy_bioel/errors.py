@@ -219,6 +219,19 @@ class Errors(metaclass=ErrorsWithCodes):
     E183 = ("Nothing to pre-train on: the KBs give {pairs} synonym pairs after the leakage "
             "rules ({concepts} concepts with a name). Give KBs whose concepts have synonyms "
             "(a KB of one name per concept, e.g. AskAPatient's, has no pairs), or exclude less.")
+    E184 = ("Unknown cross-encoder pooling '{pooling}'. Use 'mean' or 'cls'.")
+    E185 = ("Component '{name}' found no candidates on the {n} training mention(s) of this "
+            "batch: it reranks the candidates an upstream linker writes in "
+            "Span._.{attr}. List that linker in [training] annotating_components (e.g. "
+            "annotating_components = [\"bioel_linker\"] with frozen_components = "
+            "[\"bioel_linker\"]), as configs/reranker.cfg does.")
+    E186 = ("Component '{name}' has no knowledge base to read candidate names from. Put it "
+            "after a bioel_linker (its KB is used; the setting kb_from names the component) "
+            "or pass kb_loader to initialize, e.g. [initialize.components.{name}.kb_loader] "
+            "@misc = \"spacy-bioel.KBFromFile.v1\".")
+    E187 = ("Unknown reranker option '{key}'. Use one of {options}.")
+    E188 = ("The pipeline has no bioel_reranker named '{name}' (components: {names}). Train "
+            "one with configs/reranker.cfg, or pass --component NAME.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

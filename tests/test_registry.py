@@ -118,8 +118,11 @@ def test_factory_declares_what_it_needs():
     assert meta.requires == ["doc.ents"] and meta.assigns == ["token.ent_kb_id"]
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.cfg")),
-                         ids=lambda p: p.name)
+LINKER_CONFIGS = sorted(p for p in (Path(__file__).resolve().parents[1] / "configs").glob("*.cfg")
+                        if p.name != "reranker.cfg")
+
+
+@pytest.mark.parametrize("path", LINKER_CONFIGS, ids=lambda p: p.name)
 def test_every_shipped_config_resolves_its_stages(path):
     """configs/*.cfg build a linker (stages resolved) without loading an encoder."""
     from spacy.util import load_model_from_config
@@ -129,6 +132,21 @@ def test_every_shipped_config_resolves_its_stages(path):
     linker = nlp.get_pipe("bioel_linker")
     assert {"index", "candidates", "ranker", "nil", "negatives"} <= set(vars(linker))
     assert nlp.config["training"]["before_to_disk"]["@callbacks"] == "spacy-bioel.RefreshLinkers.v1"
+
+
+def test_reranker_config_trains_behind_a_frozen_annotating_linker():
+    """configs/reranker.cfg (its sourced linker swapped for a fresh one) builds the
+    reranker without loading an encoder, and the linker annotates each batch."""
+    from spacy.util import load_model_from_config
+
+    path = Path(__file__).resolve().parents[1] / "configs" / "reranker.cfg"
+    config = Config().from_disk(path)
+    config["components"]["bioel_linker"] = {"factory": "bioel_linker"}
+    nlp = load_model_from_config(config, auto_fill=True, validate=True)
+    assert nlp.pipe_names == ["bioel_linker", "bioel_reranker"]
+    assert type(nlp.get_pipe("bioel_reranker")).__name__ == "BioELReranker"
+    assert nlp.config["training"]["frozen_components"] == ["bioel_linker"]
+    assert nlp.config["training"]["annotating_components"] == ["bioel_linker"]
 
 
 def test_losses_are_checked_at_once_and_built_on_first_use():

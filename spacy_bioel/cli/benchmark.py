@@ -21,19 +21,27 @@ def benchmark(
     output: Path = typer.Option(Path("benchmark.json"), "--output", help="JSON (a .md beside it)"),
     batch_size: int = typer.Option(64, "--batch-size"),
     repeats: int = typer.Option(1, "--repeats", help="Linking passes over the data"),
+    settings: List[str] = typer.Option([], "--set", help="Linker option STAGE.PARAM=VALUE, or reranker.OPTION=VALUE (e.g. reranker.gate=null, reranker.top_k=8), repeatable"),
+    label: str = typer.Option("", "--label", help="Row label (default: the pipeline path)"),
     verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
-    """Measure load time, mentions per second (gold spans given) and peak RSS."""
+    """Measure load time, mentions per second (gold spans given) and peak RSS;
+    with a bioel_reranker, also the share of mentions it reranked."""
     setup_logging(verbose)
+    from ..evaluation.linkers import apply_overrides, find_reranker
     from ..training.readers import gold_spans_doc
+    from .evaluate import parse_settings
 
     start = time.perf_counter()
     nlp = load_pipeline(pipeline)
     load_seconds = time.perf_counter() - start
+    apply_overrides(nlp, parse_settings(settings))
+    reranker = find_reranker(nlp)
     references = read_docs([data])
     inputs = [gold_spans_doc(nlp, d) for d in references]
     n_mentions = sum(len(d.ents) for d in inputs)
     list(nlp.pipe([d.copy() for d in inputs[:2]]))  # warm-up
+    before = dict(reranker.counts) if reranker is not None else {}
     start = time.perf_counter()
     for _ in range(repeats):
         for _doc in nlp.pipe([d.copy() for d in inputs], batch_size=batch_size):
@@ -44,11 +52,19 @@ def benchmark(
               "mentions": n_mentions, "repeats": repeats, "load_seconds": round(load_seconds, 2),
               "link_seconds": round(seconds, 2),
               "mentions_per_second": round(n_mentions * repeats / seconds, 1),
-              "peak_rss_mb": round(peak_mb, 1)}
+              "peak_rss_mb": round(peak_mb, 1), "settings": list(settings), "label": label}
+    reranked = "–"
+    if reranker is not None:
+        done = {key: reranker.counts[key] - before.get(key, 0)
+                for key in ("reranked", "gated", "no_candidates")}
+        result["reranker"] = {"top_k": reranker.cfg["top_k"], "gate": reranker.cfg["gate"],
+                              "share_reranked": done["reranked"] / max(sum(done.values()), 1)}
+        reranked = f"{100 * result['reranker']['share_reranked']:.1f}%"
     write_json(output, result)
-    table = ("| pipeline | mentions | load (s) | mentions/s | peak RSS (MB) |\n|---|---:|---:|---:|---:|\n"
-             f"| {pipeline} | {n_mentions} | {result['load_seconds']} | "
-             f"{result['mentions_per_second']} | {result['peak_rss_mb']} |\n")
+    table = ("| pipeline | mentions | load (s) | mentions/s | reranked | peak RSS (MB) |\n"
+             "|---|---:|---:|---:|---:|---:|\n"
+             f"| {label or pipeline} | {n_mentions} | {result['load_seconds']} | "
+             f"{result['mentions_per_second']} | {reranked} | {result['peak_rss_mb']} |\n")
     output.with_suffix(".md").write_text(table, encoding="utf-8")
     typer.echo(table)
 

@@ -8,7 +8,7 @@ from typing import List
 
 import typer
 
-from ._app import app, read_docs, setup_logging, write_json
+from ._app import app, load_pipeline, read_docs, setup_logging, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,8 @@ def evaluate(
     """Link gold mentions and report Acc@k, MAP, subsets, NIL and failure stages."""
     from ..errors import BioELError, Errors
     from ..pipeline.mentions import has_alnum
-    from ..evaluation.linkers import run_generator, run_pipeline, training_names
+    from ..evaluation.linkers import (find_reranker, reranker_summary, run_generator,
+                                      run_pipeline, training_names)
     from ..evaluation.metrics import evaluate_records
     from ..evaluation.records import annotate_subsets
     from ..evaluation.report import metrics_table
@@ -70,6 +71,7 @@ def evaluate(
         raise BioELError(Errors.E100.format(path=data))
     train_docs = read_docs(list(train)) if train else []
     start = time.perf_counter()
+    reranking, link_seconds = None, None
     if linker in BASELINES:
         extra = training_names(train_docs) if dictionary == "kb+train" else []
         if linker == "tfidf":
@@ -85,10 +87,15 @@ def evaluate(
         parsed = parse_settings(settings)
         use_knn = parsed.get("ranker.use_knn", parsed.get("use_knn", True))
         dictionary = "kb + kNN datastore" if use_knn else "kb (model only)"
-        records = run_pipeline(Path(linker), docs, kb_ents_attr, overrides=parse_settings(settings))
+        nlp = load_pipeline(Path(linker))
+        reranker = find_reranker(nlp)
+        counts_before = dict(reranker.counts) if reranker is not None else {}
+        records = run_pipeline(nlp, docs, kb_ents_attr, overrides=parse_settings(settings))
+        link_seconds = time.perf_counter() - start
+        reranking = reranker_summary(nlp, docs, counts_before)
     else:
         raise BioELError(Errors.E101.format(linker=linker, options=", ".join(BASELINES)))
-    seconds = time.perf_counter() - start
+    seconds = link_seconds if link_seconds is not None else time.perf_counter() - start
     annotate_subsets(records, kb, train_docs)
     report = evaluate_records(records, recall_k=k, n_bootstrap=n_bootstrap)
     report["meta"] = {
@@ -101,8 +108,16 @@ def evaluate(
         # NIL without encoding in bioel_linker (nil_without_alnum); no baseline matches them
         "mentions_without_alnum": sum(1 for r in records if not has_alnum(r.text)),
     }
+    if reranking is not None:
+        report["reranker"] = reranking
     write_json(output, report)
     title = f"{report['meta']['dataset']} | {report['meta']['linker']} | dictionary={dictionary}"
     table = metrics_table(report, title)
+    if reranking is not None:
+        k = reranking["top_k"]
+        table += (f"\nReranker `{reranking['name']}`: top {k} candidates fed, their recall@{k} "
+                  f"{100 * reranking[f'candidate_recall@{k}']:.1f} (its ceiling); "
+                  f"{100 * reranking['share_reranked']:.1f}% of the mentions reranked, "
+                  f"{100 * reranking['share_gated']:.1f}% left to the linker by the gate.\n")
     output.with_suffix(".md").write_text(table, encoding="utf-8")
     typer.echo(table)

@@ -64,6 +64,17 @@ class BatchTokenizer:
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         return ids, mask
 
+    def pairs(self, firsts: Sequence[str], seconds: Sequence[str]
+              ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Encode text pairs as one sequence each (`[CLS] a [SEP] b [SEP]` for
+        BERT), the longer of the two truncated first to fit `max_length`.
+        RETURNS: (input_ids, attention_mask, token_type_ids), int64 arrays."""
+        encodings = self.backend.encode_batch(list(zip(firsts, seconds)))
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        types = np.array([e.type_ids for e in encodings], dtype=np.int64)
+        return ids, mask, types
+
     def cache_keys(self, texts: Sequence[str]) -> List[str]:
         """The texts as the model sees them (after the normaliser)."""
         if self._normalizer is None:

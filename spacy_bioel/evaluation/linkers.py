@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -63,23 +63,70 @@ def _strip_links(nlp, doc: Doc) -> Doc:
     return fresh
 
 
+RERANKER_PREFIX = "reranker."
+
+
+def apply_overrides(nlp: "Language", overrides: Optional[dict]) -> None:
+    """Set bioel_linker options (e.g. {"ranker.use_knn": False} for an ablation
+    row) and, for keys starting 'reranker.', bioel_reranker options
+    (e.g. {"reranker.gate": None}: every mention reranked)."""
+    from ..pipeline.linker import BioELLinker
+    from ..reranker.component import BioELReranker
+
+    for _, pipe in nlp.pipeline:
+        for key, value in (overrides or {}).items():
+            if isinstance(pipe, BioELReranker) and key.startswith(RERANKER_PREFIX):
+                pipe.set_option(key[len(RERANKER_PREFIX):], value)
+            elif isinstance(pipe, BioELLinker) and not key.startswith(RERANKER_PREFIX):
+                pipe.set_option(key, value)
+
+
+def find_reranker(nlp: "Language"):
+    """The pipeline's first bioel_reranker, or None."""
+    from ..reranker.component import BioELReranker
+
+    return next((pipe for _, pipe in nlp.pipeline if isinstance(pipe, BioELReranker)), None)
+
+
+def reranker_summary(nlp: "Language", docs: Sequence[Doc], counts_before: Dict[str, int]
+                     ) -> Optional[Dict[str, Any]]:
+    """What a pipeline's reranker saw on `docs`: its top_k, the recall@top_k of
+    the upstream candidates it was fed (its ceiling: the gold must be among
+    them), and the share of entities it reranked, left to the linker (gate)
+    or found without candidates since `counts_before`. None without a reranker."""
+    reranker = find_reranker(nlp)
+    if reranker is None:
+        return None
+    counts = {key: reranker.counts[key] - counts_before.get(key, 0)
+              for key in ("reranked", "gated", "no_candidates")}
+    top_k = reranker.cfg["top_k"]
+    with nlp.select_pipes(disable=[reranker.name]):
+        upstream = run_pipeline(nlp, docs, reranker.cfg["kb_ents_attr"])
+    linkable = [r for r in upstream if not r.is_nil]
+    hits = sum(1 for r in linkable if (r.rank() or top_k + 1) <= top_k)
+    total = max(sum(counts.values()), 1)
+    return {"name": reranker.name, "top_k": top_k, "n_linkable": len(linkable),
+            f"candidate_recall@{top_k}": hits / max(len(linkable), 1),
+            "share_reranked": counts["reranked"] / total, "share_gated": counts["gated"] / total,
+            "share_no_candidates": counts["no_candidates"] / total,
+            "settings": {k: reranker.cfg[k] for k in ("gate", "linker_weight", "nil_threshold",
+                                                      "nil_option")}}
+
+
 def run_pipeline(path: Union[Path, "Language"], docs: Sequence[Doc], kb_ents_attr: str = "kb_ents",
                  batch_size: int = 64, overrides: Optional[dict] = None) -> List[MentionRecord]:
     """Link gold mentions with a saved pipeline directory, or a loaded one
     (gold spans given, NER disabled; `overrides` set bioel_linker stage
-    parameters, see `BioELLinker.set_option`).
+    parameters, see `BioELLinker.set_option`; keys starting 'reranker.' set a
+    bioel_reranker's, e.g. 'reranker.gate': None).
 
     The pipeline's linker must write `Span._.<kb_ents_attr>` as [(id, score), ...]
     and may set `kb_id_` ('NIL' for NIL) and `Span._.nil_score`.
     """
-    from ..pipeline.linker import BioELLinker
     from ..pipeline.loading import load_pipeline
 
     nlp = load_pipeline(path) if isinstance(path, (str, Path)) else path
-    for _, pipe in nlp.pipeline:  # e.g. {"ranker.use_knn": False} for an ablation row
-        if isinstance(pipe, BioELLinker):
-            for key, value in (overrides or {}).items():
-                pipe.set_option(key, value)
+    apply_overrides(nlp, overrides)
     disabled = [name for name in nlp.pipe_names if name in ("ner", "entity_ruler", "span_ruler")]
     records: List[MentionRecord] = []
     inputs = [_strip_links(nlp, doc) for doc in docs]
@@ -106,4 +153,5 @@ def run_pipeline(path: Union[Path, "Language"], docs: Sequence[Doc], kb_ents_att
     return records
 
 
-__all__ = ["training_names", "apply_candidates", "run_generator", "run_pipeline"]
+__all__ = ["training_names", "apply_candidates", "run_generator", "run_pipeline",
+           "apply_overrides", "find_reranker", "reranker_summary", "RERANKER_PREFIX"]

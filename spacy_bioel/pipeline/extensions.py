@@ -9,6 +9,12 @@ from spacy.tokens import Span
 from ..kb.knowledge_base import NIL
 
 ATTRS = ("kb_ents_attr", "is_nil_attr", "nil_score_attr", "similarity_attr", "probability_attr")
+# the default extension names and scorer of a linking component's config (linker, reranker)
+DEFAULT_ATTRS = {"kb_ents_attr": "kb_ents", "is_nil_attr": "is_nil", "nil_score_attr": "nil_score",
+                 "similarity_attr": "kb_similarity", "probability_attr": "kb_prob",
+                 "scorer": {"@scorers": "spacy-bioel.linker_scorer.v1"}}
+SCORE_WEIGHTS = {"bioel_acc@1": 1.0, "bioel_acc@5": 0.0, "nel_micro_f": 0.0, "nel_micro_p": None,
+                 "nel_micro_r": None}
 
 
 def install_extensions(cfg: Dict[str, Any]) -> None:
@@ -52,4 +58,4 @@ def _pairs_setter(name: str) -> Callable[[Span, Optional[list]], None]:
     return set_
 
 
-__all__ = ["ATTRS", "install_extensions", "write_entity"]
+__all__ = ["ATTRS", "DEFAULT_ATTRS", "SCORE_WEIGHTS", "install_extensions", "write_entity"]

@@ -8,6 +8,7 @@ from thinc.api import Config, Model
 
 from ..encoders.threads import install_fork_handler
 from ..nil.stages import DEFAULT_THRESHOLD
+from .extensions import DEFAULT_ATTRS, SCORE_WEIGHTS
 from .linker import BioELLinker
 
 DEFAULT_MODEL = """
@@ -45,20 +46,13 @@ DEFAULT_CONFIG = {
     "encode_batch_size": 256,
     "cache_size": 10000,
     "cache_across_calls": False,
-    "kb_ents_attr": "kb_ents",
-    "is_nil_attr": "is_nil",
-    "nil_score_attr": "nil_score",
-    "similarity_attr": "kb_similarity",
-    "probability_attr": "kb_prob",
-    "scorer": {"@scorers": "spacy-bioel.linker_scorer.v1"},
+    **DEFAULT_ATTRS,
 }
 
 
 @Language.factory("bioel_linker", default_config=DEFAULT_CONFIG, requires=["doc.ents"],
                   assigns=["token.ent_kb_id"],
-                  default_score_weights={"bioel_acc@1": 1.0, "bioel_acc@5": 0.0,
-                                         "nel_micro_f": 0.0, "nel_micro_p": None,
-                                         "nel_micro_r": None})
+                  default_score_weights=SCORE_WEIGHTS)
 def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, index,
                       candidates, type_filter, ranker, nil, negatives, fgsm, shortcut, runtime,
                       top_k: int, context_window: int, abbreviations: bool,

@@ -248,21 +248,23 @@ def to_bytes(linker: "BioELLinker", exclude: Iterable[str]) -> bytes:
     weights go through a temporary folder: transformers writes files)."""
     with tempfile.TemporaryDirectory() as tmp:
         to_disk(linker, tmp, exclude)
-        return srsly.msgpack_dumps(_pack(Path(tmp)))
+        return srsly.msgpack_dumps(pack_folder(Path(tmp)))
 
 
 def from_bytes(linker: "BioELLinker", data: bytes, exclude: Iterable[str]) -> "BioELLinker":
     with tempfile.TemporaryDirectory() as tmp:
-        _unpack(srsly.msgpack_loads(data), Path(tmp))
+        unpack_folder(srsly.msgpack_loads(data), Path(tmp))
         return from_disk(linker, tmp, exclude)
 
 
-def _pack(folder: Path) -> Dict[str, Any]:
+def pack_folder(folder: Path) -> Dict[str, Any]:
+    """Every file under `folder` by relative path (the `to_bytes` payload)."""
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
             if p.is_file()}
 
 
-def _unpack(files: Dict[str, bytes], folder: Path) -> None:
+def unpack_folder(files: Dict[str, bytes], folder: Path) -> None:
+    """Write `pack_folder`'s payload under `folder`."""
     for name, content in files.items():
         target = folder / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -271,4 +273,4 @@ def _unpack(files: Dict[str, bytes], folder: Path) -> None:
 
 __all__ = ["to_disk", "from_disk", "to_bytes",
            "from_bytes", "name_cache_key", "set_option", "LEGACY_OPTIONS", "FORMAT_VERSION",
-           "MANIFEST", "write_manifest", "REBUILD_PARTS"]
+           "MANIFEST", "write_manifest", "REBUILD_PARTS", "pack_folder", "unpack_folder"]

@@ -37,6 +37,15 @@ def load_model(model: Model, path: Path, dim: Optional[int],
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise damaged(path / "encoder", "encoder", f"{type(err).__name__}: {str(err)[:200]}")
     check_tokenizer(model, path / "encoder")
+    load_weights(model, path, weights)
+    if dim is not None and model.get_dim("nO") != dim:
+        raise BioELError(Errors.E157.format(path=path, key="dim", saved=dim,
+                                            config=model.get_dim("nO")))
+
+
+def load_weights(model: Model, path: Path, weights: Optional[bytes] = None) -> None:
+    """`model.from_bytes` of `weights` (default: the file path/model); weights of
+    another shape are E157, a file that does not parse is E176."""
     try:
         model.from_bytes(weights if weights is not None else (path / "model").read_bytes())
     except RuntimeError as err:
@@ -47,9 +56,6 @@ def load_model(model: Model, path: Path, dim: Optional[int],
     except (ValueError, KeyError, TypeError, EOFError, IndexError, AttributeError,
             pickle.UnpicklingError) as err:
         raise damaged(path / "model", "model", f"{type(err).__name__}: {str(err)[:200]}")
-    if dim is not None and model.get_dim("nO") != dim:
-        raise BioELError(Errors.E157.format(path=path, key="dim", saved=dim,
-                                            config=model.get_dim("nO")))
 
 
 def check_tokenizer(model: Model, encoder_dir: Path) -> None:
@@ -109,4 +115,4 @@ class DeferredModel:
             replace_file(folder / name, lambda p, c=content: p.write_bytes(c))
 
 
-__all__ = ["load_model", "check_tokenizer", "check_vocabulary", "DeferredModel"]
+__all__ = ["load_model", "load_weights", "check_tokenizer", "check_vocabulary", "DeferredModel"]

@@ -1,0 +1,63 @@
+"""The cross-encoder of the reranker: one transformer reads a (mention in
+context, candidate concept) pair and a linear head scores it (pure PyTorch; no
+spaCy import).
+
+References:
+    Wiatrak et al., Proxy-based Zero-Shot Entity Linking by Effective Candidate
+    Retrieval, Appendix (cross-encoder): y_{m,e} = red(T_cross(tau_{m,e})) with
+    `red` mean pooling over the tokens, s_cross(m, e) = y_{m,e} W.
+    Sui et al., BioFEG, Sec. 3.6: the mention-with-context input and the
+    entity input concatenated in one sequence (Logeswaran et al. 2019).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import nn
+
+POOLINGS = ("cls", "mean")
+
+
+class CrossEncoder(nn.Module):
+    """A transformer over a text pair and a linear scoring head.
+
+    transformer (nn.Module): A `transformers` model (AutoModel).
+    pooling (str): 'mean' (Wiatrak et al.) or 'cls'.
+    dropout (float): Dropout on the pooled vector while training.
+
+    Inputs (forward): input_ids, attention_mask and, for BERT-style models,
+        token_type_ids: (n_pairs, seq_len) int tensors.
+    Output: (n_pairs, 1) scores (logits).
+
+    Example:
+        >>> model = CrossEncoder(AutoModel.from_pretrained(path))
+        >>> scores = model(**tokenizer(["[M] colon cancer [/M]"], ["Colonic Neoplasms"],
+        ...                             return_tensors="pt"))
+    """
+
+    def __init__(self, transformer: nn.Module, pooling: str = "mean", dropout: float = 0.1) -> None:
+        super().__init__()
+        if pooling not in POOLINGS:
+            from ..errors import BioELError, Errors
+            raise BioELError(Errors.E184.format(pooling=pooling))
+        self.transformer = transformer
+        self.pooling = pooling
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(int(transformer.config.hidden_size), 1)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
+        kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            kwargs["token_type_ids"] = token_type_ids
+        hidden = self.transformer(**kwargs).last_hidden_state  # (n, seq, hidden)
+        if self.pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (n, seq, 1)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return self.head(self.dropout(pooled)).float()  # (n, 1)
+
+
+__all__ = ["CrossEncoder", "POOLINGS"]

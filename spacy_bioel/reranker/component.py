@@ -1,0 +1,282 @@
+"""The `bioel_reranker` component: a cross-encoder over (mention in context,
+candidate) pairs that rescores the top-k candidates an upstream linker wrote in
+`Span._.kb_ents` (a `bioel_linker`, scispaCy's linker, any component that
+writes that list) and rewrites `ent.kb_id_`, the scored candidates and the NIL
+flag and score.
+
+Training (`spacy train configs/reranker.cfg`): the trained linker is sourced,
+frozen and listed in `annotating_components`, so each batch carries its
+candidates; the loss is listwise softmax cross-entropy over them with the gold
+inserted when retrieval missed it (`losses.listwise`), plus a learned "no
+concept" option when the training data has NIL mentions.
+"""
+
+import logging
+from collections import Counter
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc, Span
+from spacy.training import Example
+from spacy.vocab import Vocab
+from thinc.api import Model, Optimizer
+
+from ..encoders.thinc_cross_encoder import score_pairs
+from ..errors import BioELError, Errors
+from ..kb.ids import split_gold_ids
+from ..kb.knowledge_base import NIL, KnowledgeBase
+from ..losses.listwise import listwise_softmax_loss
+from ..pipeline.extensions import install_extensions
+from . import serialize
+from .decisions import decide, gated, no_candidates
+from .inputs import CandidateTexts, query_text
+
+logger = logging.getLogger(__name__)
+NIL_MARKERS = (NIL, "-1")
+Pair = Tuple[str, str]
+
+
+class BioELReranker(TrainablePipe):
+    """Rerank each entity's upstream candidates with a cross-encoder.
+
+    Settings (cfg): top_k candidates read, context_window tokens each side of
+    the mention (within its sentence), n_synonyms and definition_chars of the
+    candidate text, learn_nil (a "no concept" option, used when the training
+    data has NIL mentions), nil_text (that option's candidate text),
+    nil_threshold, gate, linker_weight (see `decisions`), kb_from (the
+    component whose KB names the candidates), batch_size (pairs per forward
+    pass at prediction) and the Span extensions read and written.
+    """
+
+    def __init__(self, vocab: Vocab, model: Model, name: str = "bioel_reranker", *,
+                 top_k: int = 16, context_window: int = 16, n_synonyms: int = 3,
+                 definition_chars: int = 120, learn_nil: bool = True,
+                 nil_text: str = "none of these concepts", nil_threshold: Optional[float] = None,
+                 gate: Optional[float] = None, linker_weight: float = 0.0,
+                 kb_from: str = "bioel_linker", batch_size: int = 64,
+                 attrs: Optional[Dict[str, str]] = None, scorer: Optional[Callable] = None) -> None:
+        self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
+        self.cfg: Dict[str, Any] = {**(attrs or {}), "kb_from": kb_from, "nil_option": False}
+        for key, value in (("top_k", top_k), ("context_window", context_window),
+                           ("n_synonyms", n_synonyms), ("definition_chars", definition_chars),
+                           ("learn_nil", learn_nil), ("nil_text", nil_text),
+                           ("nil_threshold", nil_threshold), ("gate", gate),
+                           ("linker_weight", linker_weight), ("batch_size", batch_size)):
+            serialize.set_option(self, key, value)
+        install_extensions(self.cfg)
+        self.kb: Optional[KnowledgeBase] = None
+        self.texts: Optional[CandidateTexts] = None
+        self.counts: Counter = Counter()  # entities by what happened to them
+
+    # ------------------------------------------------------------------ setup
+    def set_kb(self, kb: KnowledgeBase) -> None:
+        """Read candidate names, synonyms and definitions from `kb`."""
+        self.kb = kb
+        self.texts = CandidateTexts(kb, self.cfg["n_synonyms"], self.cfg["definition_chars"])
+
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
+                   nlp: Optional[Language] = None,
+                   kb_loader: Optional[Callable[[], KnowledgeBase]] = None) -> None:
+        """Take the KB (`kb_loader`, else the KB of the `kb_from` component),
+        load the cross-encoder, and turn the "no concept" option on when
+        `learn_nil` is set and the training examples have NIL mentions.
+
+        get_examples (Callable[[], Iterable[Example]]): Training examples.
+        nlp (Language): The pipeline (its `kb_from` component lends its KB).
+        kb_loader (Callable[[], KnowledgeBase]): e.g. `spacy-bioel.KBFromFile.v1`.
+        """
+        if not callable(get_examples):
+            raise BioELError(Errors.E164.format(name=self.name, value=type(get_examples).__name__))
+        if kb_loader is not None:
+            self.set_kb(kb_loader())
+        elif nlp is not None and self.cfg["kb_from"] in nlp.component_names and \
+                getattr(nlp.get_pipe(self.cfg["kb_from"]), "kb", None) is not None:
+            self.set_kb(nlp.get_pipe(self.cfg["kb_from"]).kb)
+        if self.kb is None:
+            raise BioELError(Errors.E186.format(name=self.name))
+        self.model.initialize(X=[("mention", "concept")])
+        n_nil = sum(ent.kb_id_ in NIL_MARKERS for eg in get_examples() for ent in eg.reference.ents)
+        self.cfg["nil_option"] = bool(self.cfg["learn_nil"] and n_nil)
+        logger.info("%s: %d NIL training mention(s); learned 'no concept' option %s", self.name,
+                    n_nil, "on" if self.cfg["nil_option"] else "off")
+
+    # ------------------------------------------------------------------ pairs
+    def pairs_for(self, ent: Span, candidates: Sequence[Tuple[str, float]]) -> List[Pair]:
+        """The (query, candidate text) pairs of one entity: its candidates, then
+        the "no concept" option when it is on."""
+        query = query_text(ent, self.cfg["context_window"])
+        pairs = [(query, self.texts(cid)) for cid, _ in candidates]
+        if self.cfg["nil_option"]:
+            pairs.append((query, self.cfg["nil_text"]))
+        return pairs
+
+    def read_candidates(self, ent: Span) -> Optional[List[Tuple[str, float]]]:
+        """The upstream candidates (top_k of them), None when nothing wrote any."""
+        value = ent._.get(self.cfg["kb_ents_attr"])
+        if value is None:
+            return None
+        return [(str(cid), float(score)) for cid, score in list(value)[:self.cfg["top_k"]]]
+
+    # ------------------------------------------------------------------ train
+    def training_lists(self, examples: Sequence[Example]
+                       ) -> Tuple[List[Pair], List[Tuple[int, int, int]], int]:
+        """The pairs of every trainable gold mention and, per mention, (start,
+        length, gold position): the gold replaces the last candidate when
+        retrieval missed it; a NIL mention's target is the "no concept" option.
+        RETURNS: (pairs, groups, mentions that had no candidate list at all)."""
+        pairs: List[Pair] = []
+        groups: List[Tuple[int, int, int]] = []
+        unannotated = 0
+        for eg in examples:
+            predicted = {(e.start_char, e.end_char): e for e in eg.predicted.ents}
+            for gold in eg.reference.ents:
+                ent = predicted.get((gold.start_char, gold.end_char))
+                if ent is None or not gold.kb_id_:
+                    continue
+                candidates = self.read_candidates(ent)
+                if candidates is None:
+                    unannotated += 1
+                    continue
+                target = self._target(gold.kb_id_, candidates)
+                if target is None:
+                    continue
+                candidates, position = target
+                if len(candidates) + self.cfg["nil_option"] < 2:
+                    self.counts["train_single_option"] += 1
+                    continue
+                groups.append((len(pairs), len(candidates) + self.cfg["nil_option"], position))
+                pairs.extend(self.pairs_for(ent, candidates))
+        return pairs, groups, unannotated
+
+    def _target(self, gold_field: str, candidates: List[Tuple[str, float]]
+                ) -> Optional[Tuple[List[Tuple[str, float]], int]]:
+        """(candidates with the gold in them, gold position), or None to skip."""
+        if gold_field in NIL_MARKERS:
+            if not self.cfg["nil_option"]:
+                self.counts["train_nil_skipped"] += 1
+                return None
+            return candidates, len(candidates)
+        gold_ids = [p for p in (self.kb.resolve(i) for i in split_gold_ids(gold_field)) if p]
+        if not gold_ids:
+            self.counts["train_gold_not_in_kb"] += 1
+            return None
+        for position, (cid, _) in enumerate(candidates):
+            if self.kb.resolve(cid) in gold_ids:
+                return candidates, position
+        self.counts["train_gold_inserted"] += 1
+        inserted = (candidates[:-1] if len(candidates) >= self.cfg["top_k"] else candidates)
+        return inserted + [(gold_ids[0], 0.0)], len(inserted)
+
+    def update(self, examples: Iterable[Example], *, drop: float = 0.0,
+               sgd: Optional[Optimizer] = None, losses: Optional[Dict[str, float]] = None
+               ) -> Dict[str, float]:
+        """One step of listwise softmax cross-entropy over the batch's gold
+        mentions and their upstream candidates (E185 when none has any)."""
+        losses = {} if losses is None else losses
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        if self.kb is None:
+            raise BioELError(Errors.E186.format(name=self.name))
+        pairs, groups, unannotated = self.training_lists(examples)
+        if not groups:
+            if unannotated:
+                raise BioELError(Errors.E185.format(name=self.name, n=unannotated,
+                                                    attr=self.cfg["kb_ents_attr"]))
+            return losses
+        scores, backprop = self.model.begin_update(pairs)
+        loss, d_scores = listwise_softmax_loss(self.model.ops.to_numpy(scores)[:, 0], groups)
+        backprop(self.model.ops.asarray2f(d_scores.reshape(-1, 1)))
+        if sgd is not None:
+            self.finish_update(sgd)
+        losses[self.name] += loss
+        return losses
+
+    def get_loss(self, examples: Iterable[Example], scores: Any) -> Tuple[float, Any]:
+        """The loss is computed inside `update` (it needs the candidate lists)."""
+        raise NotImplementedError(Errors.E161.format(name=self.name))
+
+    # -------------------------------------------------------------- predict
+    def predict(self, docs: Iterable[Doc]) -> List[List[Optional[Dict[str, Any]]]]:
+        """RETURNS: per doc, per ent, the decision, or None to leave the entity
+        as the linker wrote it (the gate found the linker sure)."""
+        docs = list(docs)
+        if self.kb is None:
+            raise BioELError(Errors.E186.format(name=self.name))
+        out: List[List[Optional[Dict[str, Any]]]] = []
+        todo: List[Tuple[int, int, Span, List[Tuple[str, float]]]] = []
+        pairs: List[Pair] = []
+        for d, doc in enumerate(docs):
+            row: List[Optional[Dict[str, Any]]] = []
+            for e, ent in enumerate(doc.ents):
+                candidates = self.read_candidates(ent)
+                if not candidates:
+                    row.append(no_candidates())
+                elif gated(candidates, self.cfg["gate"]):
+                    row.append(None)
+                else:
+                    row.append(None)
+                    todo.append((d, e, ent, candidates))
+                    pairs.extend(self.pairs_for(ent, candidates))
+            out.append(row)
+        scores = score_pairs(self.model, pairs, self.cfg["batch_size"]) if pairs else np.zeros(0)
+        offset = 0
+        for d, e, ent, candidates in todo:
+            n = len(candidates)
+            nil_logit = float(scores[offset + n]) if self.cfg["nil_option"] else None
+            linker_nil = (ent._.get(self.cfg["is_nil_attr"]), ent._.get(self.cfg["nil_score_attr"]))
+            out[d][e] = decide(candidates, scores[offset:offset + n], nil_logit,
+                               self.cfg["linker_weight"], self.cfg["nil_threshold"],
+                               linker_nil if linker_nil[0] is not None else None)
+            offset += n + self.cfg["nil_option"]
+        return out
+
+    def set_annotations(self, docs: Iterable[Doc],
+                        predictions: List[List[Optional[Dict[str, Any]]]]) -> None:
+        """Write kb_id_, the reranked candidates, the probability and the NIL
+        flag and score of every decided entity; gated ones stay as they were."""
+        for doc, decisions in zip(docs, predictions):
+            ents = list(doc.ents)
+            if len(ents) != len(decisions):
+                raise BioELError(Errors.E162.format(n_ents=len(ents), n_pred=len(decisions)))
+            for ent, result in zip(ents, decisions):
+                if result is None:
+                    self.counts["gated"] += 1
+                    continue
+                self.counts["no_candidates" if not result["candidates"] else "reranked"] += 1
+                before = ent.kb_id_
+                ent.kb_id_ = NIL if result["is_nil"] else result["candidates"][0][0]
+                for attr, key in (("kb_ents_attr", "candidates"), ("is_nil_attr", "is_nil"),
+                                  ("nil_score_attr", "nil_score"),
+                                  ("probability_attr", "probability")):
+                    ent._.set(self.cfg[attr], result[key])
+                if ent.kb_id_ != before and self.cfg.get("similarity_attr"):
+                    ent._.set(self.cfg["similarity_attr"], None)  # the linker's, for its choice
+            doc.ents = ents
+
+    def set_option(self, key: str, value: Any) -> None:
+        """Set a setting (gate, nil_threshold, linker_weight, top_k, ...), checked (E175)."""
+        serialize.set_option(self, key, value)
+        if key in ("n_synonyms", "definition_chars") and self.kb is not None:
+            self.set_kb(self.kb)
+
+    # ------------------------------------------------------------- serialise
+    def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
+        """Save cfg, the KB, the encoder config (tokenizer + transformer config) and weights."""
+        serialize.to_disk(self, path, exclude)
+
+    def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "BioELReranker":
+        """Restore what `to_disk` wrote (E156 missing file, E176 damaged file)."""
+        serialize.from_disk(self, path, exclude)
+        return self
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        return serialize.to_bytes(self, exclude)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "BioELReranker":
+        serialize.from_bytes(self, bytes_data, exclude)
+        return self
+
+
+__all__ = ["BioELReranker"]

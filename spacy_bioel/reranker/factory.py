@@ -1,0 +1,79 @@
+"""The `bioel_reranker` factory (entry point in `spacy_factories`)."""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from spacy.language import Language
+from thinc.api import Config, Model
+
+from ..encoders.threads import install_fork_handler
+from ..pipeline.extensions import DEFAULT_ATTRS, SCORE_WEIGHTS
+from .component import BioELReranker
+
+DEFAULT_MODEL = """
+[model]
+@architectures = "spacy-bioel.CrossEncoder.v1"
+encoder = "embedded:all-MiniLM-L6-v2"
+pooling = "mean"
+max_length = 64
+frozen_layers = 0
+dropout = 0.1
+mixed_precision = false
+"""
+
+DEFAULT_CONFIG = {
+    "model": Config().from_str(DEFAULT_MODEL)["model"],
+    "top_k": 16,
+    "context_window": 16,
+    "n_synonyms": 3,
+    "definition_chars": 120,
+    "learn_nil": True,
+    "nil_text": "none of these concepts",
+    "nil_threshold": None,
+    "gate": None,
+    "linker_weight": 0.0,
+    "kb_from": "bioel_linker",
+    "batch_size": 64,
+    **DEFAULT_ATTRS,
+}
+
+
+@Language.factory("bioel_reranker", default_config=DEFAULT_CONFIG, requires=["doc.ents"],
+                  assigns=["token.ent_kb_id"],
+                  default_score_weights=SCORE_WEIGHTS)
+def make_bioel_reranker(nlp: Language, name: str, model: Model, top_k: int, context_window: int,
+                        n_synonyms: int, definition_chars: int, learn_nil: bool, nil_text: str,
+                        nil_threshold: Optional[float], gate: Optional[float],
+                        linker_weight: float, kb_from: str, batch_size: int, kb_ents_attr: str,
+                        is_nil_attr: str, nil_score_attr: str, similarity_attr: str,
+                        probability_attr: str, scorer: Optional[Callable]) -> BioELReranker:
+    """Create a `bioel_reranker` (see `BioELReranker`); place it after the linker.
+
+    model: the cross-encoder (`spacy-bioel.CrossEncoder.v1`).
+    top_k: upstream candidates rescored per entity (Wiatrak et al. use 16).
+    context_window: tokens of the sentence each side of the marked mention.
+    n_synonyms, definition_chars: what the candidate text holds beside its
+        canonical name (0 leaves them out).
+    learn_nil: learn a "no concept" option (`nil_text`) when the training data
+        has NIL mentions.
+    nil_threshold: NIL when 1 - P(best concept) exceeds it (tuned on dev; null: none).
+    gate: rerank only entities whose upstream top-2 score margin is below it
+        (tuned on dev; null: every entity).
+    linker_weight: w in s + w * log p_linker (tuned on dev; 0: the cross-encoder alone).
+    kb_from: the component whose KB names the candidates when initialize gets
+        no kb_loader.
+    batch_size: pairs per cross-encoder forward pass at prediction.
+    *_attr: the Span extensions read (kb_ents_attr, is_nil_attr, nil_score_attr)
+        and written.
+    """
+    install_fork_handler()
+    return BioELReranker(nlp.vocab, model, name, top_k=top_k, context_window=context_window,
+                         n_synonyms=n_synonyms, definition_chars=definition_chars,
+                         learn_nil=learn_nil, nil_text=nil_text, nil_threshold=nil_threshold,
+                         gate=gate, linker_weight=linker_weight, kb_from=kb_from,
+                         batch_size=batch_size,
+                         attrs={"kb_ents_attr": kb_ents_attr, "is_nil_attr": is_nil_attr,
+                                "nil_score_attr": nil_score_attr,
+                                "similarity_attr": similarity_attr,
+                                "probability_attr": probability_attr},
+                         scorer=scorer)

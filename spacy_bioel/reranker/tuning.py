@@ -1,0 +1,134 @@
+"""Tune a reranker on dev exactly as it predicts (`decisions.decide` and
+`decisions.gated`): the weight of the linker's score, the margin gate and the
+NIL threshold. The upstream components run once and every entity's pairs are
+scored once; the grid replays the decisions from those scores.
+
+Selection: the highest dev accuracy (a gold NIL mention is right when it is
+predicted NIL, a linkable one when its top concept is a gold id and it is not
+NIL); among settings within `tolerance` of it, the one that reranks the fewest
+entities (the cheapest), then the smallest linker weight.
+"""
+import logging
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+import numpy as np
+from spacy.language import Language
+from spacy.tokens import Doc
+
+from ..kb.ids import split_gold_ids
+from ..kb.knowledge_base import NIL
+from ..training.readers import gold_spans_doc
+from .component import NIL_MARKERS, BioELReranker
+from .decisions import decide, gated
+
+logger = logging.getLogger(__name__)
+DEFAULT_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0)
+DEFAULT_GATES = (None, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
+DEFAULT_THRESHOLDS = tuple(round(v, 2) for v in np.arange(0.1, 0.95, 0.05))
+
+
+@dataclass
+class DevEntity:
+    """One gold dev mention with its upstream result and cross-encoder scores."""
+    candidates: List[Tuple[str, float]]
+    scores: np.ndarray
+    nil_logit: Optional[float]
+    linker_id: str
+    linker_nil: Optional[Tuple[bool, float]]
+    gold: Set[str]
+    gold_nil: bool
+
+
+def collect(nlp: Language, reranker: BioELReranker, docs: Sequence[Doc]) -> List[DevEntity]:
+    """Run the components before the reranker on `docs`' gold spans and score
+    every entity's pairs once (gate off)."""
+    from ..encoders.thinc_cross_encoder import score_pairs
+
+    inputs = [gold_spans_doc(nlp, doc) for doc in docs]
+    before = nlp.pipe_names[:nlp.pipe_names.index(reranker.name)]
+    with nlp.select_pipes(enable=before):
+        predicted = list(nlp.pipe(inputs))
+    entities: List[DevEntity] = []
+    pairs: List[Tuple[str, str]] = []
+    for gold_doc, doc in zip(docs, predicted):
+        for gold, ent in zip(gold_doc.ents, doc.ents):
+            if not gold.kb_id_:
+                continue
+            candidates = reranker.read_candidates(ent) or []
+            gold_ids = {reranker.kb.resolve(i) or i for i in split_gold_ids(gold.kb_id_)}
+            flag = ent._.get(reranker.cfg["is_nil_attr"])
+            entities.append(DevEntity(candidates, np.zeros(0), None, ent.kb_id_,
+                                      (flag, ent._.get(reranker.cfg["nil_score_attr"]))
+                                      if flag is not None else None,
+                                      gold_ids, gold.kb_id_ in NIL_MARKERS))
+            if candidates:
+                pairs.extend(reranker.pairs_for(ent, candidates))
+    scores = score_pairs(reranker.model, pairs, reranker.cfg["batch_size"]) if pairs else np.zeros(0)
+    offset = 0
+    for entity in entities:
+        n = len(entity.candidates)
+        if not n:
+            continue
+        entity.scores = scores[offset:offset + n]
+        entity.nil_logit = float(scores[offset + n]) if reranker.cfg["nil_option"] else None
+        offset += n + reranker.cfg["nil_option"]
+    return entities
+
+
+def _predicted(entity: DevEntity, weight: float, gate: Optional[float],
+               threshold: Optional[float]) -> Tuple[str, bool]:
+    """(predicted id or NIL, whether the entity was reranked)."""
+    if not entity.candidates:
+        return NIL, False
+    if gated(entity.candidates, gate):
+        return entity.linker_id or entity.candidates[0][0], False
+    result = decide(entity.candidates, entity.scores, entity.nil_logit, weight, threshold,
+                    entity.linker_nil)
+    return (NIL if result["is_nil"] else result["candidates"][0][0]), True
+
+
+def accuracy(entities: Sequence[DevEntity], weight: float, gate: Optional[float],
+             threshold: Optional[float], resolve) -> Dict[str, float]:
+    """Dev accuracy and the share of entities reranked under one setting."""
+    right = reranked = 0
+    for entity in entities:
+        predicted, was_reranked = _predicted(entity, weight, gate, threshold)
+        reranked += was_reranked
+        if entity.gold_nil:
+            right += predicted == NIL
+        else:
+            right += predicted != NIL and (resolve(predicted) or predicted) in entity.gold
+    n = max(len(entities), 1)
+    return {"accuracy": right / n, "reranked": reranked / n}
+
+
+def tune_reranker(nlp: Language, reranker: BioELReranker, docs: Sequence[Doc],
+                  weights: Sequence[float] = DEFAULT_WEIGHTS,
+                  gates: Sequence[Optional[float]] = DEFAULT_GATES,
+                  thresholds: Optional[Sequence[Optional[float]]] = None,
+                  tolerance: float = 0.001) -> Dict[str, Any]:
+    """Grid-search linker_weight x gate x nil_threshold on dev and set the best
+    on the reranker. Thresholds default to none, plus a grid when dev has gold
+    NIL mentions. RETURNS: {'grid': rows, 'best': row, 'n': mentions}."""
+    entities = collect(nlp, reranker, docs)
+    if thresholds is None:
+        has_nil = any(e.gold_nil for e in entities)
+        thresholds = (None, *DEFAULT_THRESHOLDS) if has_nil else (None,)
+    rows = []
+    for weight in weights:
+        for gate in gates:
+            for threshold in thresholds:
+                row = accuracy(entities, weight, gate, threshold, reranker.kb.resolve)
+                rows.append({"linker_weight": weight, "gate": gate, "nil_threshold": threshold, **row})
+    top = max(r["accuracy"] for r in rows) if rows else 0.0
+    near = [r for r in rows if r["accuracy"] >= top - tolerance]
+    best = min(near, key=lambda r: (r["reranked"], r["linker_weight"], -r["accuracy"]))
+    ungated = max((r for r in rows if r["gate"] is None), key=lambda r: r["accuracy"], default=None)
+    for key in ("linker_weight", "gate", "nil_threshold"):
+        reranker.set_option(key, best[key])
+    logger.info("%s tuned on %d dev mentions: %s", reranker.name, len(entities), best)
+    return {"grid": rows, "best": best, "best_ungated": ungated, "n": len(entities)}
+
+
+__all__ = ["DevEntity", "collect", "accuracy", "tune_reranker"]
