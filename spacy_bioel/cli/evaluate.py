@@ -46,6 +46,7 @@ def evaluate(
     label: str = typer.Option("", "--label", help="Linker label for tables (default: the linker name)"),
     kb_ents_attr: str = typer.Option("kb_ents", "--kb-ents-attr", help="Span extension a pipeline writes"),
     settings: List[str] = typer.Option([], "--set", help="bioel_linker stage parameter STAGE.PARAM=VALUE (e.g. ranker.use_knn=false, nil.threshold=0.4), repeatable"),
+    n_errors: int = typer.Option(0, "--errors", help="List this many most frequent errors in the .md (the JSON always has 20)"),
     word_weight: float = typer.Option(0.25, "--word-weight", help="tfidf: weight of word unigrams (0.25: chosen on NCBI and BC5CDR dev, see README)"),
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:
@@ -113,6 +114,13 @@ def evaluate(
     write_json(output, report)
     title = f"{report['meta']['dataset']} | {report['meta']['linker']} | dictionary={dictionary}"
     table = metrics_table(report, title)
+    if n_errors > 0 and report["frequent_errors"]:
+        table += (f"\nMost frequent errors (of {sum(report['failure_stages'].values()) - report['failure_stages']['correct']} "
+                  "wrong linkable mentions):\n\n| count | mention | gold | predicted | stage | gold rank |\n"
+                  "|---:|---|---|---|---|---:|\n")
+        for error in report["frequent_errors"][:n_errors]:
+            table += (f"| {error['count']} | {error['text']} | {error['gold']} | {error['predicted']} | "
+                      f"{error['stage']} | {error['gold_rank'] or '–'} |\n")
     if reranking is not None:
         k = reranking["top_k"]
         table += (f"\nReranker `{reranking['name']}`: top {k} candidates fed, their recall@{k} "

@@ -100,6 +100,26 @@ def failure_stages(records: Sequence[MentionRecord]) -> Dict[str, int]:
             ("correct", "gold_ranked_too_low", "gold_not_in_candidates", "gold_not_in_kb")}
 
 
+def frequent_errors(records: Sequence[MentionRecord], n: int = 20) -> List[Dict[str, object]]:
+    """The `n` most frequent wrong answers on linkable mentions, grouped by
+    (mention text, gold ids, predicted id), with where each failed (see
+    `failure_stages`) and the gold's rank among the candidates."""
+    groups: Counter = Counter()
+    detail: Dict[tuple, Dict[str, object]] = {}
+    for record in records:
+        if record.is_nil or record.rank() == 1:
+            continue
+        predicted = record.candidates[0] if record.candidates else record.predicted
+        key = (record.text, "|".join(record.gold), predicted)
+        groups[key] += 1
+        rank = record.rank()
+        stage = ("gold_not_in_kb" if not record.gold_in_kb else
+                 "gold_not_in_candidates" if rank is None else "gold_ranked_too_low")
+        detail[key] = {"text": record.text, "gold": "|".join(record.gold), "predicted": predicted,
+                       "stage": stage, "gold_rank": rank}
+    return [{**detail[key], "count": count} for key, count in groups.most_common(n)]
+
+
 def nil_metrics(records: Sequence[MentionRecord]) -> Dict[str, Optional[float]]:
     """NIL precision / recall / F1 (from the predictions) and average precision
     (from `nil_score`, when every record has one)."""
@@ -149,10 +169,11 @@ def evaluate_records(records: Sequence[MentionRecord], ks: Sequence[int] = DEFAU
     report["by_type"] = {label: linking_metrics(group, **args)
                          for label, group in sorted(by_type.items())}
     report["failure_stages"] = failure_stages(records)
+    report["frequent_errors"] = frequent_errors(records)
     if any(r.is_nil for r in records):
         report["nil"] = nil_metrics(records)
     return report
 
 
-__all__ = ["linking_metrics", "evaluate_records", "nil_metrics", "failure_stages",
+__all__ = ["linking_metrics", "evaluate_records", "nil_metrics", "failure_stages", "frequent_errors",
            "bootstrap_intervals", "average_precision", "DEFAULT_KS", "DEFAULT_RECALL_K"]

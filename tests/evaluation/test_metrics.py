@@ -186,6 +186,22 @@ def test_failure_stages():
     assert evaluate_records(records, n_bootstrap=0)["failure_stages"] == failure_stages(records)
 
 
+def test_frequent_errors_group_and_count_wrong_answers():
+    from spacy_bioel.evaluation.metrics import frequent_errors
+
+    records = [record(["A"], ["B", "A"], text="x"), record(["A"], ["B", "A"], text="x"),
+               record(["A"], ["C"], text="y"), record(["A"], ["A"], text="z"),
+               record([], ["B"], text="n", predicted=NIL)]
+    errors = frequent_errors(records)
+    assert errors == [
+        {"text": "x", "gold": "A", "predicted": "B", "stage": "gold_ranked_too_low", "gold_rank": 2,
+         "count": 2},
+        {"text": "y", "gold": "A", "predicted": "C", "stage": "gold_not_in_candidates",
+         "gold_rank": None, "count": 1}]
+    assert frequent_errors(records, n=1) == errors[:1]
+    assert evaluate_records(records, n_bootstrap=0)["frequent_errors"] == errors
+
+
 def test_failure_stages_empty():
     assert failure_stages([]) == {"correct": 0, "gold_ranked_too_low": 0,
                                   "gold_not_in_candidates": 0, "gold_not_in_kb": 0}
