@@ -28,7 +28,7 @@ def benchmark(
     """Measure load time, mentions per second (gold spans given) and peak RSS;
     with a bioel_reranker, also the share of mentions it reranked."""
     setup_logging(verbose)
-    from ..evaluation.linkers import apply_overrides, find_reranker
+    from ..evaluation.linkers import apply_overrides, find_reranker, reranker_shares
     from ..training.readers import gold_spans_doc
     from .evaluate import parse_settings
 
@@ -55,10 +55,8 @@ def benchmark(
               "peak_rss_mb": round(peak_mb, 1), "settings": list(settings), "label": label}
     reranked = "–"
     if reranker is not None:
-        done = {key: reranker.counts[key] - before.get(key, 0)
-                for key in ("reranked", "gated", "no_candidates")}
         result["reranker"] = {"top_k": reranker.cfg["top_k"], "gate": reranker.cfg["gate"],
-                              "share_reranked": done["reranked"] / max(sum(done.values()), 1)}
+                              "share_reranked": reranker_shares(reranker, before)["share_reranked"]}
         reranked = f"{100 * result['reranker']['share_reranked']:.1f}%"
     write_json(output, result)
     table = ("| pipeline | mentions | load (s) | mentions/s | reranked | peak RSS (MB) |\n"

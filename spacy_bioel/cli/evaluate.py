@@ -53,8 +53,7 @@ def evaluate(
     """Link gold mentions and report Acc@k, MAP, subsets, NIL and failure stages."""
     from ..errors import BioELError, Errors
     from ..pipeline.mentions import has_alnum
-    from ..evaluation.linkers import (find_reranker, reranker_summary, run_generator,
-                                      run_pipeline, training_names)
+    from ..evaluation.linkers import link_records, run_generator, training_names
     from ..evaluation.metrics import evaluate_records
     from ..evaluation.records import annotate_subsets
     from ..evaluation.report import metrics_table
@@ -72,7 +71,7 @@ def evaluate(
         raise BioELError(Errors.E100.format(path=data))
     train_docs = read_docs(list(train)) if train else []
     start = time.perf_counter()
-    reranking, link_seconds = None, None
+    reranking = None
     if linker in BASELINES:
         extra = training_names(train_docs) if dictionary == "kb+train" else []
         if linker == "tfidf":
@@ -88,15 +87,11 @@ def evaluate(
         parsed = parse_settings(settings)
         use_knn = parsed.get("ranker.use_knn", parsed.get("use_knn", True))
         dictionary = "kb + kNN datastore" if use_knn else "kb (model only)"
-        nlp = load_pipeline(Path(linker))
-        reranker = find_reranker(nlp)
-        counts_before = dict(reranker.counts) if reranker is not None else {}
-        records = run_pipeline(nlp, docs, kb_ents_attr, overrides=parse_settings(settings))
-        link_seconds = time.perf_counter() - start
-        reranking = reranker_summary(nlp, docs, counts_before)
+        records, reranking = link_records(load_pipeline(Path(linker)), docs, kb_ents_attr,
+                                          overrides=parsed, path=Path(linker))
     else:
         raise BioELError(Errors.E101.format(linker=linker, options=", ".join(BASELINES)))
-    seconds = link_seconds if link_seconds is not None else time.perf_counter() - start
+    seconds = time.perf_counter() - start
     annotate_subsets(records, kb, train_docs)
     report = evaluate_records(records, recall_k=k, n_bootstrap=n_bootstrap)
     report["meta"] = {

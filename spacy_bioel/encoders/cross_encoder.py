@@ -16,7 +16,7 @@ from typing import Optional
 import torch
 from torch import nn
 
-POOLINGS = ("cls", "mean")
+from .torch_biencoder import POOLINGS, pool
 
 
 class CrossEncoder(nn.Module):
@@ -52,11 +52,7 @@ class CrossEncoder(nn.Module):
         if token_type_ids is not None:
             kwargs["token_type_ids"] = token_type_ids
         hidden = self.transformer(**kwargs).last_hidden_state  # (n, seq, hidden)
-        if self.pooling == "cls":
-            pooled = hidden[:, 0]
-        else:
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (n, seq, 1)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        pooled = pool(hidden, attention_mask, self.pooling)
         return self.head(self.dropout(pooled)).float()  # (n, 1)
 
 

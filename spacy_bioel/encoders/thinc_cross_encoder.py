@@ -17,7 +17,8 @@ from spacy.util import registry
 from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v2
 from thinc.types import Floats2d
 
-from .common import DEFAULT_ENCODER
+from .common import DEFAULT_ENCODER, length_buckets
+from .thinc_biencoder import batch_tokenizer
 
 logger = logging.getLogger(__name__)
 Pairs = List[Tuple[str, str]]
@@ -94,19 +95,13 @@ def tokenize_pairs(model: Model, pairs: Sequence[Tuple[str, str]], device) -> Ar
     """The pairs as one sequence each, truncated to max_length, on `device`."""
     import torch
 
-    from .tokenize import batch_tokenizer
-
-    max_length = model.attrs["max_length"]
-    cached = model.attrs.get("_batch_tokenizer")
-    if cached is None or cached.max_length != max_length:
-        cached = batch_tokenizer(model.attrs["tokenizer"], max_length)
-        model.attrs["_batch_tokenizer"] = cached
+    fast = batch_tokenizer(model)  # cached per tokenizer and max_length
     firsts, seconds = [p[0] for p in pairs], [p[1] for p in pairs]
-    if cached is not None:
-        ids, mask, types = (torch.from_numpy(a).to(device) for a in cached.pairs(firsts, seconds))
+    if fast is not None:
+        ids, mask, types = (torch.from_numpy(a).to(device) for a in fast.pairs(firsts, seconds))
     else:  # a slow tokenizer
         batch = model.attrs["tokenizer"](firsts, seconds, padding=True, truncation=True,
-                                         max_length=max_length, return_tensors="pt")
+                                         max_length=model.attrs["max_length"], return_tensors="pt")
         ids, mask = batch["input_ids"].to(device), batch["attention_mask"].to(device)
         types = batch.get("token_type_ids")
         types = types.to(device) if types is not None else None
@@ -129,13 +124,11 @@ def score_pairs(model: Model, pairs: Sequence[Tuple[str, str]], batch_size: int 
     device = next(module.parameters()).device
     autocast = device.type == "cuda" and bool(model.attrs.get("mixed_precision"))
     out = np.zeros((len(pairs),), dtype=np.float32)
-    order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
     was_training = module.training
     module.eval()
     try:
         with torch.inference_mode():
-            for start in range(0, len(order), batch_size):
-                indices = order[start:start + batch_size]
+            for indices in length_buckets([a + b for a, b in pairs], batch_size):
                 inputs = tokenize_pairs(model, [pairs[i] for i in indices], device)
                 with torch.autocast(device_type="cuda", enabled=autocast):
                     scores = module(*inputs.args, **inputs.kwargs)

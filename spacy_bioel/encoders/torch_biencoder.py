@@ -92,14 +92,19 @@ class BiEncoder(nn.Module):
         encoder = self.tower(tower)
         hidden = encoder(input_ids=input_ids, attention_mask=attention_mask,
                          inputs_embeds=inputs_embeds).last_hidden_state
-        if self.pooling == "cls":
-            pooled = hidden[:, 0]  # (batch, hidden)
-        else:
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (batch, seq, 1)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)  # (batch, hidden)
+        pooled = pool(hidden, attention_mask, self.pooling)
         if self.similarity == "cosine":
             pooled = nn.functional.normalize(pooled.float(), dim=-1)
         return pooled
+
+
+def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """(batch, hidden) from (batch, seq, hidden): the [CLS] vector ('cls') or
+    the mean over non-padding tokens ('mean')."""
+    if pooling == "cls":
+        return hidden[:, 0]
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (batch, seq, 1)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
 
 
 def freeze_bottom(transformer: nn.Module, n_layers: int, name: str = "") -> None:
@@ -167,5 +172,5 @@ def encode_texts(model: BiEncoder, tokenizer, texts: Sequence[str], *, tower: st
     return out
 
 
-__all__ = ["BiEncoder", "load_transformer", "freeze_bottom", "encode_texts", "length_buckets",
+__all__ = ["BiEncoder", "pool", "load_transformer", "freeze_bottom", "encode_texts", "length_buckets",
            "resolve_model_path", "DEFAULT_ENCODER", "MENTION_START", "MENTION_END"]

@@ -88,29 +88,80 @@ def find_reranker(nlp: "Language"):
     return next((pipe for _, pipe in nlp.pipeline if isinstance(pipe, BioELReranker)), None)
 
 
-def reranker_summary(nlp: "Language", docs: Sequence[Doc], counts_before: Dict[str, int]
-                     ) -> Optional[Dict[str, Any]]:
-    """What a pipeline's reranker saw on `docs`: its top_k, the recall@top_k of
-    the upstream candidates it was fed (its ceiling: the gold must be among
-    them), and the share of entities it reranked, left to the linker (gate)
-    or found without candidates since `counts_before`. None without a reranker."""
+RERANKER_COUNTS = ("reranked", "gated", "no_candidates")
+
+
+def reranker_shares(reranker, before: Dict[str, int]) -> Dict[str, float]:
+    """The shares of entities the reranker reranked, left to the linker (gate)
+    and found without candidates since its counts were `before`."""
+    done = {key: reranker.counts[key] - before.get(key, 0) for key in RERANKER_COUNTS}
+    total = max(sum(done.values()), 1)
+    return {f"share_{key}": value / total for key, value in done.items()}
+
+
+def _records(gold_docs: Sequence[Doc], linked: Iterable[Doc], kb_ents_attr: str,
+             path: Union[Path, "Language"]) -> List[MentionRecord]:
+    """A record per gold mention with a kb id, filled from the linked doc
+    (E102 when nothing wrote `Span._.<kb_ents_attr>`)."""
+    records: List[MentionRecord] = []
+    wrote_any = False
+    for gold_doc, doc in zip(gold_docs, linked):
+        for gold, ent in zip(gold_doc.ents, doc.ents):
+            if not gold.kb_id_:
+                continue
+            ranked = getattr(ent._, kb_ents_attr, None) if Span.has_extension(kb_ents_attr) else None
+            record = MentionRecord(gold.text, gold.label_, split_gold_ids(gold.kb_id_),
+                                   str(gold_doc.user_data.get("bioel_doc_id", "")))
+            if ranked is not None:
+                wrote_any = True
+                apply_candidates([record], [list(ranked)])
+            if ent.kb_id_:
+                record.predicted = ent.kb_id_
+            if Span.has_extension("nil_score") and ent._.nil_score is not None:
+                record.nil_score = float(ent._.nil_score)
+            records.append(record)
+    if records and not wrote_any:
+        raise BioELError(Errors.E102.format(path=path, attr=kb_ents_attr))
+    return records
+
+
+def link_records(nlp: "Language", docs: Sequence[Doc], kb_ents_attr: str = "kb_ents",
+                 batch_size: int = 64, overrides: Optional[dict] = None,
+                 path: Union[Path, "Language", None] = None
+                 ) -> Tuple[List[MentionRecord], Optional[Dict[str, Any]]]:
+    """`run_pipeline` on a loaded pipeline, plus, when it has a bioel_reranker,
+    what the reranker saw: its top_k, the recall@top_k of the upstream
+    candidates it was fed (its ceiling: the gold must be among them) and the
+    shares it reranked, left to the linker or found without candidates. The
+    components before the reranker run once; their output is read, then the
+    reranker and what follows it continue on the same docs.
+    RETURNS: (records, reranker summary or None)."""
+    apply_overrides(nlp, overrides)
+    active = [name for name in nlp.pipe_names if name not in ("ner", "entity_ruler", "span_ruler")]
+    inputs = [_strip_links(nlp, doc) for doc in docs]
     reranker = find_reranker(nlp)
-    if reranker is None:
-        return None
-    counts = {key: reranker.counts[key] - counts_before.get(key, 0)
-              for key in ("reranked", "gated", "no_candidates")}
+    cut = active.index(reranker.name) if reranker is not None and reranker.name in active else None
+    with nlp.select_pipes(enable=active[:cut] if cut is not None else active):
+        linked = tqdm(nlp.pipe(inputs, batch_size=batch_size), total=len(inputs),
+                      desc="Linking", unit=" docs")
+        if cut is None:
+            return _records(docs, linked, kb_ents_attr, path or nlp), None
+        linked = list(linked)
+    attr = reranker.cfg["kb_ents_attr"]
+    upstream = [r for r in _records(docs, linked, attr, path or nlp) if not r.is_nil]
+    before = dict(reranker.counts)
+    for name in active[cut:]:
+        proc = nlp.get_pipe(name)
+        linked = list(tqdm(proc.pipe(linked, batch_size=batch_size) if hasattr(proc, "pipe")
+                           else map(proc, linked), total=len(linked), desc=name, unit=" docs"))
     top_k = reranker.cfg["top_k"]
-    with nlp.select_pipes(disable=[reranker.name]):
-        upstream = run_pipeline(nlp, docs, reranker.cfg["kb_ents_attr"])
-    linkable = [r for r in upstream if not r.is_nil]
-    hits = sum(1 for r in linkable if (r.rank() or top_k + 1) <= top_k)
-    total = max(sum(counts.values()), 1)
-    return {"name": reranker.name, "top_k": top_k, "n_linkable": len(linkable),
-            f"candidate_recall@{top_k}": hits / max(len(linkable), 1),
-            "share_reranked": counts["reranked"] / total, "share_gated": counts["gated"] / total,
-            "share_no_candidates": counts["no_candidates"] / total,
-            "settings": {k: reranker.cfg[k] for k in ("gate", "linker_weight", "nil_threshold",
-                                                      "nil_option")}}
+    hits = sum(1 for r in upstream if (r.rank() or top_k + 1) <= top_k)
+    summary = {"name": reranker.name, "top_k": top_k, "n_linkable": len(upstream),
+               f"candidate_recall@{top_k}": hits / max(len(upstream), 1),
+               **reranker_shares(reranker, before),
+               "settings": {k: reranker.cfg[k] for k in ("gate", "linker_weight", "nil_threshold",
+                                                         "nil_option")}}
+    return _records(docs, linked, kb_ents_attr, path or nlp), summary
 
 
 def run_pipeline(path: Union[Path, "Language"], docs: Sequence[Doc], kb_ents_attr: str = "kb_ents",
@@ -126,32 +177,8 @@ def run_pipeline(path: Union[Path, "Language"], docs: Sequence[Doc], kb_ents_att
     from ..pipeline.loading import load_pipeline
 
     nlp = load_pipeline(path) if isinstance(path, (str, Path)) else path
-    apply_overrides(nlp, overrides)
-    disabled = [name for name in nlp.pipe_names if name in ("ner", "entity_ruler", "span_ruler")]
-    records: List[MentionRecord] = []
-    inputs = [_strip_links(nlp, doc) for doc in docs]
-    wrote_any = False
-    with nlp.select_pipes(disable=disabled):
-        for gold_doc, doc in tqdm(zip(docs, nlp.pipe(inputs, batch_size=batch_size)),
-                                  total=len(inputs), desc="Linking", unit=" docs"):
-            for gold, ent in zip(gold_doc.ents, doc.ents):
-                if not gold.kb_id_:
-                    continue
-                ranked = getattr(ent._, kb_ents_attr, None) if Span.has_extension(kb_ents_attr) else None
-                record = MentionRecord(gold.text, gold.label_, split_gold_ids(gold.kb_id_),
-                                       str(gold_doc.user_data.get("bioel_doc_id", "")))
-                if ranked is not None:
-                    wrote_any = True
-                    apply_candidates([record], [list(ranked)])
-                if ent.kb_id_:
-                    record.predicted = ent.kb_id_
-                if Span.has_extension("nil_score") and ent._.nil_score is not None:
-                    record.nil_score = float(ent._.nil_score)
-                records.append(record)
-    if records and not wrote_any:
-        raise BioELError(Errors.E102.format(path=path, attr=kb_ents_attr))
-    return records
+    return link_records(nlp, docs, kb_ents_attr, batch_size, overrides, path)[0]
 
 
-__all__ = ["training_names", "apply_candidates", "run_generator", "run_pipeline",
-           "apply_overrides", "find_reranker", "reranker_summary", "RERANKER_PREFIX"]
+__all__ = ["training_names", "apply_candidates", "run_generator", "run_pipeline", "link_records",
+           "apply_overrides", "find_reranker", "reranker_shares", "RERANKER_PREFIX"]

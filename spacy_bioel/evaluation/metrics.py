@@ -80,22 +80,21 @@ def linking_metrics(records: Sequence[MentionRecord], ks: Sequence[int] = DEFAUL
     return out
 
 
+def failure_stage(record: MentionRecord) -> str:
+    """Where a linkable mention stands: 'correct', 'gold_not_in_kb',
+    'gold_not_in_candidates' or 'gold_ranked_too_low'."""
+    rank = record.rank()
+    if rank == 1:
+        return "correct"
+    if not record.gold_in_kb:
+        return "gold_not_in_kb"
+    return "gold_not_in_candidates" if rank is None else "gold_ranked_too_low"
+
+
 def failure_stages(records: Sequence[MentionRecord]) -> Dict[str, int]:
     """Where linkable mentions fail: gold not in the KB, gold absent from the
     candidate list, or present but ranked below 1."""
-    counts: Counter = Counter()
-    for record in records:
-        if record.is_nil:
-            continue
-        rank = record.rank()
-        if rank == 1:
-            counts["correct"] += 1
-        elif not record.gold_in_kb:
-            counts["gold_not_in_kb"] += 1
-        elif rank is None:
-            counts["gold_not_in_candidates"] += 1
-        else:
-            counts["gold_ranked_too_low"] += 1
+    counts = Counter(failure_stage(record) for record in records if not record.is_nil)
     return {key: counts.get(key, 0) for key in
             ("correct", "gold_ranked_too_low", "gold_not_in_candidates", "gold_not_in_kb")}
 
@@ -107,16 +106,14 @@ def frequent_errors(records: Sequence[MentionRecord], n: int = 20) -> List[Dict[
     groups: Counter = Counter()
     detail: Dict[tuple, Dict[str, object]] = {}
     for record in records:
-        if record.is_nil or record.rank() == 1:
+        stage = None if record.is_nil else failure_stage(record)
+        if stage in (None, "correct"):
             continue
         predicted = record.candidates[0] if record.candidates else record.predicted
         key = (record.text, "|".join(record.gold), predicted)
         groups[key] += 1
-        rank = record.rank()
-        stage = ("gold_not_in_kb" if not record.gold_in_kb else
-                 "gold_not_in_candidates" if rank is None else "gold_ranked_too_low")
         detail[key] = {"text": record.text, "gold": "|".join(record.gold), "predicted": predicted,
-                       "stage": stage, "gold_rank": rank}
+                       "stage": stage, "gold_rank": record.rank()}
     return [{**detail[key], "count": count} for key, count in groups.most_common(n)]
 
 
@@ -175,5 +172,6 @@ def evaluate_records(records: Sequence[MentionRecord], ks: Sequence[int] = DEFAU
     return report
 
 
-__all__ = ["linking_metrics", "evaluate_records", "nil_metrics", "failure_stages", "frequent_errors",
+__all__ = ["linking_metrics", "evaluate_records", "nil_metrics", "failure_stages", "failure_stage",
+           "frequent_errors",
            "bootstrap_intervals", "average_precision", "DEFAULT_KS", "DEFAULT_RECALL_K"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pickle
 import tempfile
 from pathlib import Path
-from typing import Dict, Optional, Union
+from typing import Callable, Dict, Optional, Union
 
 import srsly
 from thinc.api import Model
@@ -31,16 +31,22 @@ def load_model(model: Model, path: Path, dim: Optional[int],
     """
     from ..encoders.thinc_biencoder import build_from_saved
 
-    encoder_dir = encoder_dir or path / "encoder"
-    try:
-        build_from_saved(model, encoder_dir)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise damaged(path / "encoder", "encoder", f"{type(err).__name__}: {str(err)[:200]}")
+    build_module(build_from_saved, model, path, encoder_dir or path / "encoder")
     check_tokenizer(model, path / "encoder")
     load_weights(model, path, weights)
     if dim is not None and model.get_dim("nO") != dim:
         raise BioELError(Errors.E157.format(path=path, key="dim", saved=dim,
                                             config=model.get_dim("nO")))
+
+
+def build_module(build: Callable[[Model, Path], None], model: Model, path: Path,
+                 encoder_dir: Path) -> None:
+    """`build(model, encoder_dir)` (an architecture's `build_from_saved`), a
+    config or tokenizer that does not load reported as E176 on path/encoder."""
+    try:
+        build(model, encoder_dir)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise damaged(path / "encoder", "encoder", f"{type(err).__name__}: {str(err)[:200]}")
 
 
 def load_weights(model: Model, path: Path, weights: Optional[bytes] = None) -> None:
@@ -115,4 +121,4 @@ class DeferredModel:
             replace_file(folder / name, lambda p, c=content: p.write_bytes(c))
 
 
-__all__ = ["load_model", "load_weights", "check_tokenizer", "check_vocabulary", "DeferredModel"]
+__all__ = ["load_model", "build_module", "load_weights", "check_tokenizer", "check_vocabulary", "DeferredModel"]

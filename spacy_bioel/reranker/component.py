@@ -206,31 +206,40 @@ class BioELReranker(TrainablePipe):
             raise BioELError(Errors.E186.format(name=self.name))
         out: List[List[Optional[Dict[str, Any]]]] = []
         todo: List[Tuple[int, int, Span, List[Tuple[str, float]]]] = []
-        pairs: List[Pair] = []
         for d, doc in enumerate(docs):
             row: List[Optional[Dict[str, Any]]] = []
             for e, ent in enumerate(doc.ents):
                 candidates = self.read_candidates(ent)
-                if not candidates:
-                    row.append(no_candidates())
-                elif gated(candidates, self.cfg["gate"]):
-                    row.append(None)
-                else:
-                    row.append(None)
+                row.append(None if candidates else no_candidates())
+                if candidates and not gated(candidates, self.cfg["gate"]):
                     todo.append((d, e, ent, candidates))
-                    pairs.extend(self.pairs_for(ent, candidates))
             out.append(row)
-        scores = score_pairs(self.model, pairs, self.cfg["batch_size"]) if pairs else np.zeros(0)
-        offset = 0
-        for d, e, ent, candidates in todo:
-            n = len(candidates)
-            nil_logit = float(scores[offset + n]) if self.cfg["nil_option"] else None
-            linker_nil = (ent._.get(self.cfg["is_nil_attr"]), ent._.get(self.cfg["nil_score_attr"]))
-            out[d][e] = decide(candidates, scores[offset:offset + n], nil_logit,
-                               self.cfg["linker_weight"], self.cfg["nil_threshold"],
-                               linker_nil if linker_nil[0] is not None else None)
-            offset += n + self.cfg["nil_option"]
+        scored = self.score_entities([(ent, candidates) for _, _, ent, candidates in todo])
+        for (d, e, ent, candidates), (scores, nil_logit) in zip(todo, scored):
+            out[d][e] = decide(candidates, scores, nil_logit, self.cfg["linker_weight"],
+                               self.cfg["nil_threshold"], self.linker_nil(ent))
         return out
+
+    def score_entities(self, items: Sequence[Tuple[Span, List[Tuple[str, float]]]]
+                       ) -> List[Tuple[np.ndarray, Optional[float]]]:
+        """Score every (entity, candidates) item's pairs in one batched pass.
+        RETURNS: per item, (its candidates' logits, the "no concept" logit or None)."""
+        pairs: List[Pair] = []
+        for ent, candidates in items:
+            pairs.extend(self.pairs_for(ent, candidates))
+        scores = score_pairs(self.model, pairs, self.cfg["batch_size"]) if pairs else np.zeros(0)
+        out: List[Tuple[np.ndarray, Optional[float]]] = []
+        offset, extra = 0, int(self.cfg["nil_option"])
+        for _, candidates in items:
+            n = len(candidates)
+            out.append((scores[offset:offset + n], float(scores[offset + n]) if extra else None))
+            offset += n + extra
+        return out
+
+    def linker_nil(self, ent: Span) -> Optional[Tuple[bool, Optional[float]]]:
+        """The upstream (is_nil, nil_score) of an entity, None when not written."""
+        flag = ent._.get(self.cfg["is_nil_attr"])
+        return None if flag is None else (flag, ent._.get(self.cfg["nil_score_attr"]))
 
     def set_annotations(self, docs: Iterable[Doc],
                         predictions: List[List[Optional[Dict[str, Any]]]]) -> None:

@@ -20,7 +20,7 @@ from ..files import replace_file
 from ..kb.knowledge_base import KnowledgeBase
 from ..pipeline.integrity import damaged, verify_manifest, write_manifest
 from ..pipeline.serialize import pack_folder, unpack_folder
-from ..pipeline.weights import load_weights
+from ..pipeline.weights import build_module, load_weights
 from ..validation import as_bool, as_float, as_int
 
 if TYPE_CHECKING:
@@ -66,8 +66,7 @@ def set_option(reranker: "BioELReranker", key: str, value: Any) -> None:
 def _cfg(reranker: "BioELReranker") -> Dict[str, Any]:
     return {"version": FORMAT_VERSION, "initialized": reranker.kb is not None,
             "settings": dict(reranker.cfg),
-            "encoder_attrs": {k: v for k, v in reranker.model.attrs.items()
-                              if k not in ("tokenizer", "_batch_tokenizer")}}
+            "encoder_attrs": {k: v for k, v in reranker.model.attrs.items() if k != "tokenizer"}}
 
 
 def to_disk(reranker: "BioELReranker", path, exclude: Iterable[str]) -> None:
@@ -113,10 +112,7 @@ def from_disk(reranker: "BioELReranker", path, exclude: Iterable[str]) -> None:
         reranker.set_kb(KnowledgeBase.from_disk(path / "kb"))
     if "model" in exclude:
         return
-    try:
-        build_from_saved(reranker.model, path / "encoder")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise damaged(path / "encoder", "encoder", f"{type(err).__name__}: {str(err)[:200]}")
+    build_module(build_from_saved, reranker.model, path, path / "encoder")
     load_weights(reranker.model, path)
 
 

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 from spacy.language import Language
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span
 
 from ..kb.ids import split_gold_ids
 from ..kb.knowledge_base import NIL
@@ -43,36 +43,26 @@ class DevEntity:
 def collect(nlp: Language, reranker: BioELReranker, docs: Sequence[Doc]) -> List[DevEntity]:
     """Run the components before the reranker on `docs`' gold spans and score
     every entity's pairs once (gate off)."""
-    from ..encoders.thinc_cross_encoder import score_pairs
-
     inputs = [gold_spans_doc(nlp, doc) for doc in docs]
     before = nlp.pipe_names[:nlp.pipe_names.index(reranker.name)]
     with nlp.select_pipes(enable=before):
         predicted = list(nlp.pipe(inputs))
     entities: List[DevEntity] = []
-    pairs: List[Tuple[str, str]] = []
+    scored: List[Tuple[Span, List[Tuple[str, float]]]] = []
     for gold_doc, doc in zip(docs, predicted):
         for gold, ent in zip(gold_doc.ents, doc.ents):
             if not gold.kb_id_:
                 continue
             candidates = reranker.read_candidates(ent) or []
             gold_ids = {reranker.kb.resolve(i) or i for i in split_gold_ids(gold.kb_id_)}
-            flag = ent._.get(reranker.cfg["is_nil_attr"])
             entities.append(DevEntity(candidates, np.zeros(0), None, ent.kb_id_,
-                                      (flag, ent._.get(reranker.cfg["nil_score_attr"]))
-                                      if flag is not None else None,
-                                      gold_ids, gold.kb_id_ in NIL_MARKERS))
+                                      reranker.linker_nil(ent), gold_ids,
+                                      gold.kb_id_ in NIL_MARKERS))
             if candidates:
-                pairs.extend(reranker.pairs_for(ent, candidates))
-    scores = score_pairs(reranker.model, pairs, reranker.cfg["batch_size"]) if pairs else np.zeros(0)
-    offset = 0
-    for entity in entities:
-        n = len(entity.candidates)
-        if not n:
-            continue
-        entity.scores = scores[offset:offset + n]
-        entity.nil_logit = float(scores[offset + n]) if reranker.cfg["nil_option"] else None
-        offset += n + reranker.cfg["nil_option"]
+                scored.append((ent, candidates))
+    with_candidates = [entity for entity in entities if entity.candidates]
+    for entity, (scores, nil_logit) in zip(with_candidates, reranker.score_entities(scored)):
+        entity.scores, entity.nil_logit = scores, nil_logit
     return entities
 
 
