@@ -41,7 +41,8 @@ Pair = Tuple[str, str]
 class BioELReranker(TrainablePipe):
     """Rerank each entity's upstream candidates with a cross-encoder.
 
-    Settings (cfg): top_k candidates read, context_window tokens each side of
+    Settings (cfg): top_k candidates read, train_top_k of them trained on
+    (each training pair costs a forward and backward pass), context_window tokens each side of
     the mention (within its sentence), n_synonyms and definition_chars of the
     candidate text, learn_nil (a "no concept" option, used when the training
     data has NIL mentions), nil_text (that option's candidate text),
@@ -51,7 +52,7 @@ class BioELReranker(TrainablePipe):
     """
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "bioel_reranker", *,
-                 top_k: int = 16, context_window: int = 16, n_synonyms: int = 3,
+                 top_k: int = 16, train_top_k: Optional[int] = 8, context_window: int = 16, n_synonyms: int = 3,
                  definition_chars: int = 120, learn_nil: bool = True,
                  nil_text: str = "none of these concepts", nil_threshold: Optional[float] = None,
                  gate: Optional[float] = None, linker_weight: float = 0.0,
@@ -59,7 +60,8 @@ class BioELReranker(TrainablePipe):
                  attrs: Optional[Dict[str, str]] = None, scorer: Optional[Callable] = None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.cfg: Dict[str, Any] = {**(attrs or {}), "kb_from": kb_from, "nil_option": False}
-        for key, value in (("top_k", top_k), ("context_window", context_window),
+        for key, value in (("top_k", top_k), ("train_top_k", train_top_k),
+                           ("context_window", context_window),
                            ("n_synonyms", n_synonyms), ("definition_chars", definition_chars),
                            ("learn_nil", learn_nil), ("nil_text", nil_text),
                            ("nil_threshold", nil_threshold), ("gate", gate),
@@ -139,7 +141,7 @@ class BioELReranker(TrainablePipe):
                 if candidates is None:
                     unannotated += 1
                     continue
-                target = self._target(gold.kb_id_, candidates)
+                target = self._target(gold.kb_id_, candidates[:self.train_k])
                 if target is None:
                     continue
                 candidates, position = target
@@ -166,8 +168,14 @@ class BioELReranker(TrainablePipe):
             if self.kb.resolve(cid) in gold_ids:
                 return candidates, position
         self.counts["train_gold_inserted"] += 1
-        inserted = (candidates[:-1] if len(candidates) >= self.cfg["top_k"] else candidates)
+        inserted = (candidates[:-1] if len(candidates) >= self.train_k else candidates)
         return inserted + [(gold_ids[0], 0.0)], len(inserted)
+
+    @property
+    def train_k(self) -> int:
+        """Candidates per training mention: train_top_k, at most top_k."""
+        train_top_k = self.cfg["train_top_k"]
+        return self.cfg["top_k"] if train_top_k is None else min(train_top_k, self.cfg["top_k"])
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0,
                sgd: Optional[Optimizer] = None, losses: Optional[Dict[str, float]] = None

@@ -24,6 +24,7 @@ mixed_precision = false
 DEFAULT_CONFIG = {
     "model": Config().from_str(DEFAULT_MODEL)["model"],
     "top_k": 16,
+    "train_top_k": 8,
     "context_window": 16,
     "n_synonyms": 3,
     "definition_chars": 120,
@@ -41,7 +42,8 @@ DEFAULT_CONFIG = {
 @Language.factory("bioel_reranker", default_config=DEFAULT_CONFIG, requires=["doc.ents"],
                   assigns=["token.ent_kb_id"],
                   default_score_weights=SCORE_WEIGHTS)
-def make_bioel_reranker(nlp: Language, name: str, model: Model, top_k: int, context_window: int,
+def make_bioel_reranker(nlp: Language, name: str, model: Model, top_k: int,
+                        train_top_k: Optional[int], context_window: int,
                         n_synonyms: int, definition_chars: int, learn_nil: bool, nil_text: str,
                         nil_threshold: Optional[float], gate: Optional[float],
                         linker_weight: float, kb_from: str, batch_size: int, kb_ents_attr: str,
@@ -51,6 +53,9 @@ def make_bioel_reranker(nlp: Language, name: str, model: Model, top_k: int, cont
 
     model: the cross-encoder (`spacy-bioel.CrossEncoder.v1`).
     top_k: upstream candidates rescored per entity (Wiatrak et al. use 16).
+    train_top_k: of those, the candidates each training mention is trained on
+        (the gold inserted when missing; null: top_k). Training cost grows
+        linearly with it.
     context_window: tokens of the sentence each side of the marked mention.
     n_synonyms, definition_chars: what the candidate text holds beside its
         canonical name (0 leaves them out).
@@ -67,7 +72,8 @@ def make_bioel_reranker(nlp: Language, name: str, model: Model, top_k: int, cont
         and written.
     """
     install_fork_handler()
-    return BioELReranker(nlp.vocab, model, name, top_k=top_k, context_window=context_window,
+    return BioELReranker(nlp.vocab, model, name, top_k=top_k, train_top_k=train_top_k,
+                         context_window=context_window,
                          n_synonyms=n_synonyms, definition_chars=definition_chars,
                          learn_nil=learn_nil, nil_text=nil_text, nil_threshold=nil_threshold,
                          gate=gate, linker_weight=linker_weight, kb_from=kb_from,

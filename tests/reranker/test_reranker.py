@@ -164,6 +164,27 @@ def test_learned_nil_needs_nil_training_mentions(tiny_bert_dir):
     assert pairs[0][0] == "One child had [M] asthma [/M] and an odd" and pairs[0][1] == "asthma ; bronchial asthma"
 
 
+def test_training_reads_train_top_k_candidates_and_inserts_a_missing_gold(tiny_bert_dir):
+    nlp = make_nlp(tiny_bert_dir, train_top_k=2)
+    reranker = nlp.get_pipe("bioel_reranker")
+    reranker.initialize(lambda: examples(nlp), nlp=nlp, kb_loader=toy_kb)
+    egs = [Example(toy_candidate_source(gold_spans_doc(nlp, make_doc(nlp, t, s))), make_doc(nlp, t, s))
+           for t, s in TRAIN[:1]]
+    pairs, groups, _ = reranker.training_lists(egs)
+    # D1 (colon cancer) is third upstream: it replaces D2, the second of the two read;
+    # D2 (heart attack) is second: kept in place; each list ends with the NIL option
+    assert groups == [(0, 3, 1), (3, 3, 1)]
+    assert [p[1] for p in pairs[:3]] == ["asthma ; bronchial asthma",
+                                         "colorectal carcinoma ; colon cancer | A cancer of the colon.",
+                                         "none of these concepts"]
+    assert reranker.counts["train_gold_inserted"] == 1
+    reranker.set_option("train_top_k", None)  # null: every one of the top_k
+    assert [g[1] for g in reranker.training_lists(egs)[1]] == [4, 4]
+    with pytest.raises(BioELError) as err:
+        reranker.set_option("train_top_k", 0)
+    assert err.value.code == "E175"
+
+
 def test_query_window_stays_inside_the_sentence():
     from spacy_bioel.reranker.inputs import CandidateTexts, query_text
 
