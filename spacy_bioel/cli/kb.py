@@ -21,6 +21,7 @@ def kb_build(
     output: Path = typer.Argument(..., help="Output KB file (.bioelkb)"),
     prefixes: str = typer.Option("", "--prefixes", help="obo: keep ids with these prefixes (comma-separated, e.g. HP:)"),
     scopes: str = typer.Option("EXACT,RELATED,BROAD,NARROW", "--scopes", help="obo: synonym scopes to keep"),
+    include_obsolete: bool = typer.Option(False, "--include-obsolete", help="obo: keep terms marked is_obsolete"),
     languages: str = typer.Option("ENG", "--languages", help="umls: MRCONSO LAT values"),
     sources: str = typer.Option("", "--sources", help="umls: SAB values (default all)"),
     include_suppressed: bool = typer.Option(False, "--include-suppressed", help="umls: keep suppressible names"),
@@ -34,7 +35,8 @@ def kb_build(
     setup_logging(verbose)
     kwargs = {}
     if fmt == "obo":
-        kwargs = {"prefixes": split_csv(prefixes) or None, "synonym_scopes": split_csv(scopes)}
+        kwargs = {"prefixes": split_csv(prefixes) or None, "synonym_scopes": split_csv(scopes),
+                  "include_obsolete": include_obsolete}
     elif fmt == "umls":
         kwargs = {"languages": tuple(split_csv(languages)), "sources": split_csv(sources) or None,
                   "include_suppressed": include_suppressed}
@@ -53,6 +55,9 @@ def kb_build(
     typer.echo(f"Saved {kb!r} to {output} ({output.stat().st_size / 1e6:.1f} MB, "
                f"loaded in {seconds:.1f}s)")
     typer.echo(json.dumps(stats, indent=2))
+    report = {k: v for k, v in kb.meta.get("load_report", {}).items() if k != "rejected_clauses"}
+    if report:  # what was read, repaired and skipped (lines in the .stats.json)
+        typer.echo("Load report: " + json.dumps(report))
 
 
 @kb_app.command("merge")

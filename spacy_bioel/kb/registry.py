@@ -41,12 +41,15 @@ def create_ctd_diseases_kb(path: Path) -> KBLoader:
 
 @registry.misc("spacy-bioel.OBOKB.v1")
 def create_obo_kb(path: Path, prefixes: Optional[List[str]] = None,
-                  synonym_scopes: List[str] = ["EXACT", "RELATED", "BROAD", "NARROW"]) -> KBLoader:
-    """An OBO ontology, own-prefix terms only when `prefixes` is given."""
+                  synonym_scopes: List[str] = ["EXACT", "RELATED", "BROAD", "NARROW"],
+                  include_obsolete: bool = False) -> KBLoader:
+    """An OBO ontology, own-prefix terms only when `prefixes` is given, obsolete
+    terms only when `include_obsolete` is set."""
     scopes = tuple(synonym_scopes)
     def load() -> KnowledgeBase:
         from .obo import load_obo
-        return load_obo(path, prefixes=prefixes, synonym_scopes=scopes)
+        return load_obo(path, prefixes=prefixes, synonym_scopes=scopes,
+                        include_obsolete=include_obsolete)
     return load
 
 

@@ -109,6 +109,17 @@ def test_kb_build(workdir, kb_path):
     assert stats["concepts"] == 4 and stats["synonyms"] == 4 and stats["alt_ids"] == 1
 
 
+def test_kb_build_obo_reports_what_it_repaired_and_skipped(tmp_path):
+    obo = tmp_path / "onto.obo"
+    obo.write_text("format-version: 1.2\n\n[Term]\nid: X:1\nname: one\nxref: A:1 with spaces\n"
+                   "\n[Term]\nid: X:2\nname: two\nis_a: X:2\nis_obsolete: true\n")
+    result = ok("kb", "build", "obo", obo, tmp_path / "o.bioelkb", "--include-obsolete")
+    assert "Load report" in result.output and '"clauses_skipped": {"xref": 1}' in result.output
+    meta = srsly.read_json(tmp_path / "o.stats.json")["meta"]["load_report"]
+    assert meta["rejected_clauses"][0]["line"] == 6 and meta["self_loops_dropped"] == 1
+    assert meta["obsolete_terms_kept"] == 1
+
+
 def test_kb_stats_command(kb_path):
     result = ok("kb", "stats", kb_path)
     assert "<KnowledgeBase 'tiny MEDIC': 4 concepts>" in result.output
