@@ -13,7 +13,7 @@ concept" option when the training data has NIL mentions.
 
 import logging
 from collections import Counter
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.language import Language
@@ -30,7 +30,7 @@ from ..kb.knowledge_base import NIL, KnowledgeBase
 from ..losses.listwise import listwise_softmax_loss
 from ..pipeline.extensions import install_extensions
 from . import serialize
-from .decisions import decide, gated, no_candidates
+from .decisions import PROBABILITY_FLOOR, decide, gated, no_candidates
 from .inputs import CandidateTexts, query_text
 
 logger = logging.getLogger(__name__)
@@ -38,11 +38,23 @@ NIL_MARKERS = (NIL, "-1")
 Pair = Tuple[str, str]
 
 
+class TrainingLists(NamedTuple):
+    """A batch's training pairs. groups: per mention, (start, length, gold
+    position); priors: per pair, the log upstream score (0 for the "no concept"
+    option); unannotated: gold mentions that had no candidate list at all."""
+
+    pairs: List[Pair]
+    groups: List[Tuple[int, int, int]]
+    priors: np.ndarray
+    unannotated: int
+
+
 class BioELReranker(TrainablePipe):
     """Rerank each entity's upstream candidates with a cross-encoder.
 
     Settings (cfg): top_k candidates read, train_top_k of them trained on
-    (each training pair costs a forward and backward pass), context_window tokens each side of
+    (each training pair costs a forward and backward pass), train_linker_weight
+    (w in the training loss on s + w log p_upstream), context_window tokens each side of
     the mention (within its sentence), n_synonyms and definition_chars of the
     candidate text, learn_nil (a "no concept" option, used when the training
     data has NIL mentions), nil_text (that option's candidate text),
@@ -52,7 +64,8 @@ class BioELReranker(TrainablePipe):
     """
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "bioel_reranker", *,
-                 top_k: int = 16, train_top_k: Optional[int] = 8, context_window: int = 16, n_synonyms: int = 3,
+                 top_k: int = 16, train_top_k: Optional[int] = 8,
+                 train_linker_weight: float = 0.0, context_window: int = 16, n_synonyms: int = 3,
                  definition_chars: int = 120, learn_nil: bool = True,
                  nil_text: str = "none of these concepts", nil_threshold: Optional[float] = None,
                  gate: Optional[float] = None, linker_weight: float = 0.0,
@@ -61,6 +74,7 @@ class BioELReranker(TrainablePipe):
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.cfg: Dict[str, Any] = {**(attrs or {}), "kb_from": kb_from, "nil_option": False}
         for key, value in (("top_k", top_k), ("train_top_k", train_top_k),
+                           ("train_linker_weight", train_linker_weight),
                            ("context_window", context_window),
                            ("n_synonyms", n_synonyms), ("definition_chars", definition_chars),
                            ("learn_nil", learn_nil), ("nil_text", nil_text),
@@ -122,14 +136,14 @@ class BioELReranker(TrainablePipe):
         return [(str(cid), float(score)) for cid, score in list(value)[:self.cfg["top_k"]]]
 
     # ------------------------------------------------------------------ train
-    def training_lists(self, examples: Sequence[Example]
-                       ) -> Tuple[List[Pair], List[Tuple[int, int, int]], int]:
-        """The pairs of every trainable gold mention and, per mention, (start,
-        length, gold position): the gold replaces the last candidate when
-        retrieval missed it; a NIL mention's target is the "no concept" option.
-        RETURNS: (pairs, groups, mentions that had no candidate list at all)."""
+    def training_lists(self, examples: Sequence[Example]) -> TrainingLists:
+        """The pairs of every trainable gold mention: its first train_top_k
+        candidates, the gold replacing the last of them when retrieval missed
+        it (with the lowest upstream score among them); a NIL mention's target
+        is the "no concept" option."""
         pairs: List[Pair] = []
         groups: List[Tuple[int, int, int]] = []
+        priors: List[float] = []
         unannotated = 0
         for eg in examples:
             predicted = {(e.start_char, e.end_char): e for e in eg.predicted.ents}
@@ -150,7 +164,9 @@ class BioELReranker(TrainablePipe):
                     continue
                 groups.append((len(pairs), len(candidates) + self.cfg["nil_option"], position))
                 pairs.extend(self.pairs_for(ent, candidates))
-        return pairs, groups, unannotated
+                priors.extend(float(np.log(max(p, PROBABILITY_FLOOR))) for _, p in candidates)
+                priors.extend([0.0] * self.cfg["nil_option"])
+        return TrainingLists(pairs, groups, np.asarray(priors, dtype=np.float64), unannotated)
 
     def _target(self, gold_field: str, candidates: List[Tuple[str, float]]
                 ) -> Optional[Tuple[List[Tuple[str, float]], int]]:
@@ -169,7 +185,8 @@ class BioELReranker(TrainablePipe):
                 return candidates, position
         self.counts["train_gold_inserted"] += 1
         inserted = (candidates[:-1] if len(candidates) >= self.train_k else candidates)
-        return inserted + [(gold_ids[0], 0.0)], len(inserted)
+        lowest = min((score for _, score in inserted), default=0.0)
+        return inserted + [(gold_ids[0], lowest)], len(inserted)
 
     @property
     def train_k(self) -> int:
@@ -181,20 +198,24 @@ class BioELReranker(TrainablePipe):
                sgd: Optional[Optimizer] = None, losses: Optional[Dict[str, float]] = None
                ) -> Dict[str, float]:
         """One step of listwise softmax cross-entropy over the batch's gold
-        mentions and their upstream candidates (E185 when none has any)."""
+        mentions and their upstream candidates (E185 when none has any). With
+        train_linker_weight w the loss is on s + w * log p_upstream, so the
+        cross-encoder learns a correction of the linker's ranking."""
         losses = {} if losses is None else losses
         losses.setdefault(self.name, 0.0)
         examples = list(examples)
         if self.kb is None:
             raise BioELError(Errors.E186.format(name=self.name))
-        pairs, groups, unannotated = self.training_lists(examples)
-        if not groups:
-            if unannotated:
-                raise BioELError(Errors.E185.format(name=self.name, n=unannotated,
+        lists = self.training_lists(examples)
+        if not lists.groups:
+            if lists.unannotated:
+                raise BioELError(Errors.E185.format(name=self.name, n=lists.unannotated,
                                                     attr=self.cfg["kb_ents_attr"]))
             return losses
-        scores, backprop = self.model.begin_update(pairs)
-        loss, d_scores = listwise_softmax_loss(self.model.ops.to_numpy(scores)[:, 0], groups)
+        scores, backprop = self.model.begin_update(lists.pairs)
+        logits = self.model.ops.to_numpy(scores)[:, 0] + \
+            self.cfg["train_linker_weight"] * lists.priors
+        loss, d_scores = listwise_softmax_loss(logits, lists.groups)
         backprop(self.model.ops.asarray2f(d_scores.reshape(-1, 1)))
         if sgd is not None:
             self.finish_update(sgd)

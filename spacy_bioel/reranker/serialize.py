@@ -46,6 +46,7 @@ def _text(name: str) -> Callable[[Any], str]:
 SETTINGS: Dict[str, Callable[[Any], Any]] = {
     "top_k": lambda v: as_int("top_k", v, 1),
     "train_top_k": _optional(lambda v: as_int("train_top_k", v, 1)),
+    "train_linker_weight": lambda v: as_float("train_linker_weight", v, 0.0),
     "context_window": lambda v: as_int("context_window", v, 0),
     "n_synonyms": lambda v: as_int("n_synonyms", v, 0),
     "definition_chars": lambda v: as_int("definition_chars", v, 0),

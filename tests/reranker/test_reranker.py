@@ -1,11 +1,14 @@
 """spaCy's overfitting pattern for the bioel_reranker component on a tiny random
 BERT, behind a stand-in candidate source that writes Span._.kb_ents (as any
 upstream linker does) with the gold never first."""
+import math
+
+import numpy as np
 import pytest
 import spacy
 from spacy.language import Language
 from spacy.training import Example
-from thinc.api import Adam
+from thinc.api import Adam, Model
 
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.errors import BioELError
@@ -157,7 +160,7 @@ def test_learned_nil_needs_nil_training_mentions(tiny_bert_dir):
     reranker = nlp.get_pipe("bioel_reranker")
     reranker.initialize(lambda: train, nlp=nlp, kb_loader=toy_kb)
     assert reranker.cfg["nil_option"] is False
-    pairs, groups, _ = reranker.training_lists(
+    pairs, groups, _, _ = reranker.training_lists(
         [Example(toy_candidate_source(gold_spans_doc(nlp, make_doc(nlp, *TRAIN[1]))),
                  make_doc(nlp, *TRAIN[1]))])
     assert len(groups) == 1 and reranker.counts["train_nil_skipped"] == 1
@@ -170,7 +173,7 @@ def test_training_reads_train_top_k_candidates_and_inserts_a_missing_gold(tiny_b
     reranker.initialize(lambda: examples(nlp), nlp=nlp, kb_loader=toy_kb)
     egs = [Example(toy_candidate_source(gold_spans_doc(nlp, make_doc(nlp, t, s))), make_doc(nlp, t, s))
            for t, s in TRAIN[:1]]
-    pairs, groups, _ = reranker.training_lists(egs)
+    pairs, groups, priors, _ = reranker.training_lists(egs)
     # D1 (colon cancer) is third upstream: it replaces D2, the second of the two read;
     # D2 (heart attack) is second: kept in place; each list ends with the NIL option
     assert groups == [(0, 3, 1), (3, 3, 1)]
@@ -178,11 +181,35 @@ def test_training_reads_train_top_k_candidates_and_inserts_a_missing_gold(tiny_b
                                          "colorectal carcinoma ; colon cancer | A cancer of the colon.",
                                          "none of these concepts"]
     assert reranker.counts["train_gold_inserted"] == 1
+    # log upstream scores; the inserted gold takes the lowest kept one; 0 for "no concept"
+    assert list(priors[:3]) == pytest.approx([math.log(0.5), math.log(0.5), 0.0])
+    assert list(priors[3:]) == pytest.approx([math.log(0.5), math.log(0.3), 0.0])
     reranker.set_option("train_top_k", None)  # null: every one of the top_k
     assert [g[1] for g in reranker.training_lists(egs)[1]] == [4, 4]
     with pytest.raises(BioELError) as err:
         reranker.set_option("train_top_k", 0)
     assert err.value.code == "E175"
+
+
+def test_train_linker_weight_adds_the_upstream_log_scores_to_the_training_logits(tiny_bert_dir):
+    from spacy_bioel.losses.listwise import listwise_softmax_loss
+
+    losses, gradients = {}, {}
+    for weight in (0.0, 2.0):
+        nlp = make_nlp(tiny_bert_dir, train_linker_weight=weight)
+        reranker = nlp.get_pipe("bioel_reranker")
+        reranker.initialize(lambda: examples(nlp), nlp=nlp, kb_loader=toy_kb)
+        egs = [Example(toy_candidate_source(gold_spans_doc(nlp, make_doc(nlp, t, s))),
+                       make_doc(nlp, t, s)) for t, s in TRAIN]
+        lists = reranker.training_lists(egs)
+        scores = np.linspace(-1, 1, len(lists.pairs)).astype("f").reshape(-1, 1)
+        reranker.model = Model("fixed", lambda model, X, is_train: (
+            scores, gradients.setdefault(weight, []).append))
+        losses[weight] = reranker.update(egs)["bioel_reranker"]
+        expected, d_scores = listwise_softmax_loss(scores[:, 0] + weight * lists.priors, lists.groups)
+        assert losses[weight] == pytest.approx(expected)
+        assert gradients[weight][0][:, 0] == pytest.approx(d_scores)
+    assert losses[0.0] != pytest.approx(losses[2.0])
 
 
 def test_query_window_stays_inside_the_sentence():
