@@ -2,12 +2,15 @@
 threshold on dev, exactly as it predicts."""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from ._app import app, load_pipeline, read_docs, setup_logging, split_csv, write_json
+
+logger = logging.getLogger(__name__)
 
 
 def _optional_floats(value: str):
@@ -25,6 +28,7 @@ def tune_reranker_command(
     write: bool = typer.Option(True, "--write/--no-write", help="Save the tuned pipeline (nlp.to_disk)"),
     save_to: Optional[Path] = typer.Option(None, "--save-to", help="Where to save (default: in place)"),
     name: str = typer.Option("bioel_reranker", "--component", help="Reranker name"),
+    limit: int = typer.Option(0, "--limit", help="Tune on the first N dev docs (0: all); every dev pair costs a cross-encoder pass"),
     verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Score every dev mention's candidates once, replay the reranker's decision
@@ -38,10 +42,15 @@ def tune_reranker_command(
     nlp = load_pipeline(pipeline)
     if name not in nlp.pipe_names or not isinstance(nlp.get_pipe(name), BioELReranker):
         raise BioELError(Errors.E188.format(name=name, names=nlp.pipe_names))
-    result = tune_reranker(nlp, nlp.get_pipe(name), read_docs([dev]),
+    docs = read_docs([dev])
+    if limit > 0:
+        logger.info("Tuning on the first %d of %d dev docs (--limit)", min(limit, len(docs)), len(docs))
+        docs = docs[:limit]
+    result = tune_reranker(nlp, nlp.get_pipe(name), docs,
                            [float(v) for v in split_csv(weights)], _optional_floats(gates),
                            _optional_floats(thresholds) if thresholds else None)
     result["dev"] = str(dev)
+    result["dev_docs"] = len(docs)
     if write:
         nlp.to_disk(save_to or pipeline)
     write_json(output, result)

@@ -284,6 +284,10 @@ def test_tune_reranker_cli_saves_the_tuned_pipeline(trained, tmp_path):
     missing = runner.invoke(app, ["tune-reranker", str(tmp_path / "pipe"), str(tmp_path / "dev.spacy"),
                                   "--component", "nope", "--no-write"])
     assert missing.exit_code == 1 and "E188" in str(missing.exception)
+    limited = runner.invoke(app, ["tune-reranker", str(tmp_path / "pipe"), str(tmp_path / "dev.spacy"),
+                                  "--output", str(tmp_path / "one.json"), "--limit", "1", "--no-write"])
+    assert limited.exit_code == 0, limited.output
+    assert srsly.read_json(tmp_path / "one.json")["n"] == 2  # the two mentions of the first doc
 
 
 def test_a_damaged_saved_reranker_is_a_coded_error(trained, tmp_path):
