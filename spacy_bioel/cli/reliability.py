@@ -66,7 +66,8 @@ def table(report: dict) -> str:
     lines = ["| check | tried | coded errors | clean / identical | silent wrong | crashes |",
              "|---|---:|---:|---:|---:|---:|",
              f"| malformed input files (8 loaders + binary KB) | {inputs['files']} | "
-             f"{inputs.get('coded_error', 0)} | {inputs.get('clean_load', 0)} | "
+             f"{inputs.get('coded_error', 0)} (+{inputs.get('reported_skip', 0)} loaded, the damage "
+             f"reported) | {inputs.get('clean_load', 0)} | "
              f"{inputs.get('silent_wrong', 0) + inputs.get('refused_valid', 0)} | {inputs.get('crash', 0)} |",
              f"| random documents ({docs['entities']} entities; longest {docs['max_doc_chars']} chars, "
              f"{docs['max_doc_entities']} entities) | {docs['documents']} | - | "
