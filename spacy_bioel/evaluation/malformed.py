@@ -17,7 +17,7 @@ loads, and the KB's load report counts what was repaired or dropped). Outcomes:
 - `refused_valid`: a coded error for a file that should load;
 - `crash`: any other exception.
 
-`python -m spacy_bioel fuzz-inputs` writes the table and its counts; the tests
+`python -m spacy_bioel reliability` writes the table and its counts; the tests
 assert that no case crashes or loads silently wrong.
 """
 from __future__ import annotations
