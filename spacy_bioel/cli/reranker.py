@@ -59,6 +59,8 @@ def tune_reranker_command(
     for row in sorted(result["grid"], key=lambda r: (-r["accuracy"], r["reranked"]))[:15]:
         lines.append(f"| {row['linker_weight']} | {row['gate']} | {row['nil_threshold']} | "
                      f"{100 * row['accuracy']:.1f} | {100 * row['reranked']:.1f}% |")
-    output.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     typer.echo("\n".join(lines))
-    typer.echo(f"best: {result['best']}; best ungated: {result['best_ungated']}")
+    summary = (f"best: {result['best']}; best ungated: {result['best_ungated']}; "
+               f"the linker alone: {100 * result['linker_accuracy']:.1f}")
+    output.with_suffix(".md").write_text("\n".join(lines) + f"\n\n{summary}\n", encoding="utf-8")
+    typer.echo(summary)
