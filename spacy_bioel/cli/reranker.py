@@ -23,7 +23,7 @@ def tune_reranker_command(
     dev: Path = typer.Argument(..., help="DEV DocBin (never the test set)"),
     output: Path = typer.Option(Path("reranker_tuning.json"), "--output", help="Grid results (JSON, .md beside)"),
     weights: str = typer.Option("0,0.25,0.5,1,2", "--linker-weight", help="Weights of the linker's log-probability to try"),
-    gates: str = typer.Option("none,0.02,0.05,0.1,0.2,0.3,0.5", "--gate", help="Margin gates to try ('none': rerank all)"),
+    gates: str = typer.Option("none,0,0.02,0.05,0.1,0.2,0.3,0.5", "--gate", help="Margin gates to try ('none': rerank all; 0: rerank nothing)"),
     thresholds: str = typer.Option("", "--nil-threshold", help="NIL thresholds to try (default: none, plus 0.1-0.9 when dev has gold NIL)"),
     write: bool = typer.Option(True, "--write/--no-write", help="Save the tuned pipeline (nlp.to_disk)"),
     save_to: Optional[Path] = typer.Option(None, "--save-to", help="Where to save (default: in place)"),

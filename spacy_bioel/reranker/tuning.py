@@ -6,7 +6,9 @@ scored once; the grid replays the decisions from those scores.
 Selection: the highest dev accuracy (a gold NIL mention is right when it is
 predicted NIL, a linkable one when its top concept is a gold id and it is not
 NIL); among settings within `tolerance` of it, the one that reranks the fewest
-entities (the cheapest), then the smallest linker weight.
+entities (the cheapest), then the smallest linker weight. Gate 0.0 reranks
+nothing (a top-2 margin is never negative), so a reranker that loses on dev is
+tuned off rather than kept at its least harmful setting.
 """
 import logging
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ from .decisions import decide, gated
 
 logger = logging.getLogger(__name__)
 DEFAULT_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0)
-DEFAULT_GATES = (None, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
+DEFAULT_GATES = (None, 0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)  # 0.0: rerank nothing
 DEFAULT_THRESHOLDS = tuple(round(v, 2) for v in np.arange(0.1, 0.95, 0.05))
 
 

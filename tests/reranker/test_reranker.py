@@ -244,6 +244,8 @@ def test_tuning_replays_the_decisions_and_sets_the_best(trained):
         gated_row = accuracy(entities, 0.0, 0.1, None, reranker.kb.resolve)
         assert gated_row["reranked"] == 0.0 and gated_row["accuracy"] < 0.5
         assert result["linker_accuracy"] == gated_row["accuracy"]  # nothing reranked
+        assert accuracy(entities, 0.0, 0.0, None, reranker.kb.resolve) == {
+            "accuracy": result["linker_accuracy"], "reranked": 0.0}  # gate 0: the linker alone
         assert len(result["grid"]) == 6 and result["n"] == 6
     finally:
         reranker.set_option("gate", None)
