@@ -83,9 +83,6 @@ class _Chunk:
         self.lines = lines
         self.repaired: set = set()
 
-    def text(self) -> str:
-        return "\n".join(line for _, line in self.lines) + "\n"
-
     def fix(self, index: int, problem: str) -> Repair:
         """Repair or remove the rejected line `index` (0-based) of this chunk."""
         number, line = self.lines[index]
