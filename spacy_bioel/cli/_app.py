@@ -72,6 +72,17 @@ def write_json(path: Path, data: Any) -> None:
     srsly.write_json(path, data)
 
 
+def save_tuning(nlp, pipeline: Path, save_to: Optional[Path], write: bool, output: Path,
+                result: Any, lines: List[str]) -> None:
+    """The end of a tuning command: save the tuned pipeline (in place unless
+    `save_to`) when `write`, the result as JSON and `lines` as the .md beside it."""
+    if write:
+        nlp.to_disk(save_to or pipeline)
+    write_json(output, result)
+    output.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    typer.echo("\n".join(lines))
+
+
 def load_pipeline(path: Path):
     """A saved pipeline (E174 for one saved before linking stages; see pipeline.loading)."""
     from ..pipeline.loading import load_pipeline as load

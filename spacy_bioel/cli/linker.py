@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from ._app import app, load_pipeline, read_docs, setup_logging, split_csv, write_json
+from ._app import app, load_pipeline, read_docs, save_tuning, setup_logging, split_csv
 
 logger = logging.getLogger(__name__)
 
@@ -66,17 +66,13 @@ def tune(
     result = tune_linker(linker, read_docs([dev]), grid,
                          [float(v) for v in split_csv(sparse_weights)])
     result["dev"] = str(dev)
-    if write:
-        nlp.to_disk(save_to or pipeline)
-    write_json(output, result)
     lines = ["| k | lambda | beta1 | beta2 | dev Acc@1 |", "|---:|---:|---:|---:|---:|"]
     for row in sorted(result["grid"], key=lambda r: -r["acc@1"])[:10]:
         lines.append(f"| {row['k']} | {row['lambda']} | {row['beta1']} | {row['beta2']} | "
                      f"{100 * row['acc@1']:.1f} |")
     for row in result["sparse_weights"]:
         lines.append(f"\nsparse_weight {row['sparse_weight']}: dev Acc@1 {100 * row['acc@1']:.1f}")
-    output.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    typer.echo("\n".join(lines))
+    save_tuning(nlp, pipeline, save_to, write, output, result, lines)
     typer.echo(f"best: {result['best']}; NIL: {result['nil']}")
 
 

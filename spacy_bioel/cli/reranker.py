@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ._app import app, load_pipeline, read_docs, setup_logging, split_csv, write_json
+from ._app import app, load_pipeline, read_docs, save_tuning, setup_logging, split_csv
 
 logger = logging.getLogger(__name__)
 
@@ -51,16 +51,11 @@ def tune_reranker_command(
                            _optional_floats(thresholds) if thresholds else None)
     result["dev"] = str(dev)
     result["dev_docs"] = len(docs)
-    if write:
-        nlp.to_disk(save_to or pipeline)
-    write_json(output, result)
     lines = ["| linker_weight | gate | nil_threshold | dev accuracy | reranked |",
              "|---:|---:|---:|---:|---:|"]
     for row in sorted(result["grid"], key=lambda r: (-r["accuracy"], r["reranked"]))[:15]:
         lines.append(f"| {row['linker_weight']} | {row['gate']} | {row['nil_threshold']} | "
                      f"{100 * row['accuracy']:.1f} | {100 * row['reranked']:.1f}% |")
-    typer.echo("\n".join(lines))
-    summary = (f"best: {result['best']}; best ungated: {result['best_ungated']}; "
-               f"the linker alone: {100 * result['linker_accuracy']:.1f}")
-    output.with_suffix(".md").write_text("\n".join(lines) + f"\n\n{summary}\n", encoding="utf-8")
-    typer.echo(summary)
+    lines.append(f"\nbest: {result['best']}; best ungated: {result['best_ungated']}; "
+                 f"the linker alone: {100 * result['linker_accuracy']:.1f}")
+    save_tuning(nlp, pipeline, save_to, write, output, result, lines)

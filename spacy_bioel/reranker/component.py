@@ -13,7 +13,7 @@ concept" option when the training data has NIL mentions.
 
 import logging
 from collections import Counter
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.language import Language
@@ -25,28 +25,15 @@ from thinc.api import Model, Optimizer
 
 from ..encoders.thinc_cross_encoder import score_pairs
 from ..errors import BioELError, Errors
-from ..kb.ids import split_gold_ids
 from ..kb.knowledge_base import NIL, KnowledgeBase
 from ..losses.listwise import listwise_softmax_loss
 from ..pipeline.extensions import install_extensions
 from . import serialize
-from .decisions import PROBABILITY_FLOOR, decide, gated, no_candidates
+from .decisions import decide, gated, no_candidates
 from .inputs import CandidateTexts, query_text
+from .training_lists import NIL_MARKERS, Pair, TrainingLists, build_training_lists
 
 logger = logging.getLogger(__name__)
-NIL_MARKERS = (NIL, "-1")
-Pair = Tuple[str, str]
-
-
-class TrainingLists(NamedTuple):
-    """A batch's training pairs. groups: per mention, (start, length, gold
-    position); priors: per pair, the log upstream score (0 for the "no concept"
-    option); unannotated: gold mentions that had no candidate list at all."""
-
-    pairs: List[Pair]
-    groups: List[Tuple[int, int, int]]
-    priors: np.ndarray
-    unannotated: int
 
 
 class BioELReranker(TrainablePipe):
@@ -137,56 +124,8 @@ class BioELReranker(TrainablePipe):
 
     # ------------------------------------------------------------------ train
     def training_lists(self, examples: Sequence[Example]) -> TrainingLists:
-        """The pairs of every trainable gold mention: its first train_top_k
-        candidates, the gold replacing the last of them when retrieval missed
-        it (with the lowest upstream score among them); a NIL mention's target
-        is the "no concept" option."""
-        pairs: List[Pair] = []
-        groups: List[Tuple[int, int, int]] = []
-        priors: List[float] = []
-        unannotated = 0
-        for eg in examples:
-            predicted = {(e.start_char, e.end_char): e for e in eg.predicted.ents}
-            for gold in eg.reference.ents:
-                ent = predicted.get((gold.start_char, gold.end_char))
-                if ent is None or not gold.kb_id_:
-                    continue
-                candidates = self.read_candidates(ent)
-                if candidates is None:
-                    unannotated += 1
-                    continue
-                target = self._target(gold.kb_id_, candidates[:self.train_k])
-                if target is None:
-                    continue
-                candidates, position = target
-                if len(candidates) + self.cfg["nil_option"] < 2:
-                    self.counts["train_single_option"] += 1
-                    continue
-                groups.append((len(pairs), len(candidates) + self.cfg["nil_option"], position))
-                pairs.extend(self.pairs_for(ent, candidates))
-                priors.extend(float(np.log(max(p, PROBABILITY_FLOOR))) for _, p in candidates)
-                priors.extend([0.0] * self.cfg["nil_option"])
-        return TrainingLists(pairs, groups, np.asarray(priors, dtype=np.float64), unannotated)
-
-    def _target(self, gold_field: str, candidates: List[Tuple[str, float]]
-                ) -> Optional[Tuple[List[Tuple[str, float]], int]]:
-        """(candidates with the gold in them, gold position), or None to skip."""
-        if gold_field in NIL_MARKERS:
-            if not self.cfg["nil_option"]:
-                self.counts["train_nil_skipped"] += 1
-                return None
-            return candidates, len(candidates)
-        gold_ids = [p for p in (self.kb.resolve(i) for i in split_gold_ids(gold_field)) if p]
-        if not gold_ids:
-            self.counts["train_gold_not_in_kb"] += 1
-            return None
-        for position, (cid, _) in enumerate(candidates):
-            if self.kb.resolve(cid) in gold_ids:
-                return candidates, position
-        self.counts["train_gold_inserted"] += 1
-        inserted = (candidates[:-1] if len(candidates) >= self.train_k else candidates)
-        lowest = min((score for _, score in inserted), default=0.0)
-        return inserted + [(gold_ids[0], lowest)], len(inserted)
+        """The batch's training pairs, groups and linker priors (`training_lists`)."""
+        return build_training_lists(self, examples)
 
     @property
     def train_k(self) -> int:

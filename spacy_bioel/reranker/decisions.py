@@ -19,6 +19,12 @@ def linker_margin(candidates: Sequence[Tuple[str, float]]) -> float:
     return float(candidates[0][1]) - float(candidates[1][1])
 
 
+def log_upstream(candidates: Sequence[Tuple[str, float]]) -> np.ndarray:
+    """log of each candidate's upstream score, floored at PROBABILITY_FLOOR."""
+    return np.log(np.array([max(float(p), PROBABILITY_FLOOR) for _, p in candidates],
+                           dtype=np.float64))
+
+
 def gated(candidates: Sequence[Tuple[str, float]], gate: Optional[float]) -> bool:
     """True when the linker is sure enough to skip reranking: a margin of at
     least `gate` (None: rerank every entity with candidates)."""
@@ -43,8 +49,7 @@ def decide(candidates: Sequence[Tuple[str, float]], scores: np.ndarray,
     """
     z = np.asarray(scores, dtype=np.float64)
     if linker_weight:
-        upstream = np.array([max(float(p), PROBABILITY_FLOOR) for _, p in candidates])
-        z = z + linker_weight * np.log(upstream)
+        z = z + linker_weight * log_upstream(candidates)
     logits = z if nil_logit is None else np.append(z, nil_logit)
     shifted = np.exp(logits - logits.max())
     probabilities = shifted / shifted.sum()
@@ -66,4 +71,4 @@ def no_candidates() -> Dict[str, Any]:
     return {"candidates": [], "is_nil": True, "nil_score": 1.0, "probability": None}
 
 
-__all__ = ["linker_margin", "gated", "decide", "no_candidates", "PROBABILITY_FLOOR"]
+__all__ = ["linker_margin", "log_upstream", "gated", "decide", "no_candidates", "PROBABILITY_FLOOR"]

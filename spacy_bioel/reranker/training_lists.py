@@ -1,0 +1,93 @@
+"""The reranker's training lists: for each gold mention of a batch, its
+upstream candidates as (query, candidate text) pairs, the gold's position among
+them and the linker's log score of each (the prior of `train_linker_weight`).
+
+Only the first `train_top_k` candidates are read (each pair costs a forward and
+backward pass); when retrieval missed the gold, it replaces the last of them
+with the lowest upstream score kept; a NIL mention's target is the "no
+concept" option. Mentions skipped are counted in the reranker's `counts`.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+from spacy.training import Example
+
+from ..kb.ids import split_gold_ids
+from ..kb.knowledge_base import NIL
+from .decisions import log_upstream
+
+if TYPE_CHECKING:
+    from .component import BioELReranker
+
+NIL_MARKERS = (NIL, "-1")
+Pair = Tuple[str, str]
+Candidates = List[Tuple[str, float]]
+
+
+class TrainingLists(NamedTuple):
+    """A batch's training pairs. groups: per mention, (start, length, gold
+    position); priors: per pair, the log upstream score (0 for the "no concept"
+    option); unannotated: gold mentions that had no candidate list at all."""
+
+    pairs: List[Pair]
+    groups: List[Tuple[int, int, int]]
+    priors: np.ndarray
+    unannotated: int
+
+
+def build_training_lists(reranker: "BioELReranker", examples: Sequence[Example]) -> TrainingLists:
+    """The pairs, groups and priors of every trainable gold mention of `examples`."""
+    pairs: List[Pair] = []
+    groups: List[Tuple[int, int, int]] = []
+    priors: List[np.ndarray] = []
+    unannotated = 0
+    extra = int(reranker.cfg["nil_option"])
+    for eg in examples:
+        predicted = {(e.start_char, e.end_char): e for e in eg.predicted.ents}
+        for gold in eg.reference.ents:
+            ent = predicted.get((gold.start_char, gold.end_char))
+            if ent is None or not gold.kb_id_:
+                continue
+            candidates = reranker.read_candidates(ent)
+            if candidates is None:
+                unannotated += 1
+                continue
+            target = gold_target(reranker, gold.kb_id_, candidates[:reranker.train_k])
+            if target is None:
+                continue
+            candidates, position = target
+            if len(candidates) + extra < 2:
+                reranker.counts["train_single_option"] += 1
+                continue
+            groups.append((len(pairs), len(candidates) + extra, position))
+            pairs.extend(reranker.pairs_for(ent, candidates))
+            priors.append(np.append(log_upstream(candidates), np.zeros(extra)))
+    return TrainingLists(pairs, groups, np.concatenate(priors) if priors else np.zeros(0),
+                         unannotated)
+
+
+def gold_target(reranker: "BioELReranker", gold_field: str, candidates: Candidates
+                ) -> Optional[Tuple[Candidates, int]]:
+    """(candidates with the gold in them, gold position), or None to skip the mention."""
+    if gold_field in NIL_MARKERS:
+        if not reranker.cfg["nil_option"]:
+            reranker.counts["train_nil_skipped"] += 1
+            return None
+        return candidates, len(candidates)
+    kb = reranker.kb
+    gold_ids = [p for p in (kb.resolve(i) for i in split_gold_ids(gold_field)) if p]
+    if not gold_ids:
+        reranker.counts["train_gold_not_in_kb"] += 1
+        return None
+    for position, (cid, _) in enumerate(candidates):
+        if kb.resolve(cid) in gold_ids:
+            return candidates, position
+    reranker.counts["train_gold_inserted"] += 1
+    kept = candidates[:-1] if len(candidates) >= reranker.train_k else candidates
+    lowest = min((score for _, score in kept), default=0.0)
+    return kept + [(gold_ids[0], lowest)], len(kept)
+
+
+__all__ = ["TrainingLists", "build_training_lists", "gold_target", "NIL_MARKERS"]
