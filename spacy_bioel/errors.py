@@ -150,8 +150,8 @@ class Errors(metaclass=ErrorsWithCodes):
             "{n_owners} owners. Pass one (dim)-row per name and one owner per row.")
     E154 = ("The candidate index {path} is corrupted or incomplete ({problem}). Rebuild it: "
             "re-run the component's `initialize`, which re-encodes the KB names.")
-    E155 = ("The kNN datastore has {n_keys} keys but {n_values} values. Rebuild it from a "
-            "DocBin with gold kb ids.")
+    E155 = ("The kNN datastore has {n_keys} keys, {n_values} values and {n_groups} document "
+            "keys. Rebuild it from a DocBin with gold kb ids.")
     E156 = ("Pipeline component file {path} is missing. The saved pipeline is incomplete: "
             "save it again with nlp.to_disk, or retrain.")
     E157 = ("The saved linker at {path} does not match this config: {key} is {saved} in the "
@@ -232,6 +232,10 @@ class Errors(metaclass=ErrorsWithCodes):
     E187 = ("Unknown reranker option '{key}'. Use one of {options}.")
     E188 = ("The pipeline has no bioel_reranker named '{name}' (components: {names}). Train "
             "one with configs/reranker.cfg, or pass --component NAME.")
+    E189 = ("A held-out document asked the kNN datastore to leave its own mentions out, but "
+            "the datastore does not record which document each mention came from (it was "
+            "saved before spacy-bioel recorded them). Rebuild it: python -m spacy_bioel "
+            "rebuild-datastore PIPELINE TRAIN.spacy.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

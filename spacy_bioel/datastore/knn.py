@@ -11,8 +11,10 @@ References:
     values their gold concept ids.
 
 Inputs:
-    DatastoreKNN.add(keys (n, dim) float32 L2-normalised, values List[str])
-    DatastoreKNN.search(queries (batch, dim), k) -> List[List[(concept_id, sim)]]
+    DatastoreKNN.add(keys (n, dim) float32 L2-normalised, values List[str],
+                     groups (n,) int64 document keys, optional)
+    DatastoreKNN.search(queries (batch, dim), k, exclude (batch,) document keys or
+                        None) -> List[List[(concept_id, sim)]]
     interpolate(candidates [(id, s)], neighbours [(id, g)], lam, beta1, beta2)
         -> [(id, p)] sorted by p descending.
 
@@ -22,9 +24,10 @@ Example:
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import math
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -138,49 +141,81 @@ class DatastoreKNN:
     that tie exactly (the same text in two training mentions, linked to two
     concepts) are taken in training order, the earlier first, so results never
     depend on a search library's internal order.
+
+    Groups (optional): the document key of every entry (`document_key`). A
+    query given its own document's key in `exclude` does not see that
+    document's entries (held-out kNN: a training document is linked as if it
+    were unseen, as the reranker's training candidates need).
     """
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
         self.keys = np.zeros((0, dim), dtype=np.float32)
         self.values: List[str] = []
+        self.groups: Optional[np.ndarray] = None
 
     def __len__(self) -> int:
         return len(self.values)
 
-    def add(self, keys: np.ndarray, values: Sequence[str]) -> None:
-        """Replace the datastore's content."""
+    def add(self, keys: np.ndarray, values: Sequence[str],
+            groups: Optional[Sequence[int]] = None) -> None:
+        """Replace the datastore's content (groups: one document key per entry, or None)."""
         keys = np.ascontiguousarray(keys, dtype=np.float32)  # (n, dim)
-        if len(keys) != len(values) or (len(keys) and keys.shape[1] != self.dim):
-            raise BioELError(Errors.E155.format(n_keys=len(keys), n_values=len(values)))
+        if len(keys) != len(values) or (len(keys) and keys.shape[1] != self.dim) or \
+                (groups is not None and len(groups) != len(values)):
+            raise BioELError(Errors.E155.format(
+                n_keys=len(keys), n_values=len(values),
+                n_groups="no" if groups is None else len(groups)))
         self.keys, self.values = keys, list(values)
+        self.groups = None if groups is None else np.asarray(groups, dtype=np.int64)
 
-    def search(self, queries: np.ndarray, k: int) -> List[Scored]:
-        """RETURNS (List[List[Tuple[str, float]]]): k nearest (value, similarity) per query."""
+    def search(self, queries: np.ndarray, k: int,
+               exclude: Optional[Sequence[Optional[int]]] = None) -> List[Scored]:
+        """k nearest (value, similarity) per query; with `exclude`, query i does
+        not see the entries of document key exclude[i] (None: sees all). Needs
+        groups (E189 otherwise).
+
+        RETURNS (List[List[Tuple[str, float]]]): per query, at most k neighbours.
+        """
         if not len(self):
             return [[] for _ in range(len(queries))]
         k = min(k, len(self))
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        indices, sims = top_k(queries @ self.keys.T, k)  # (batch, k), ties by key order
+        scores = queries @ self.keys.T  # (batch, n)
+        if exclude is not None and any(key is not None for key in exclude):
+            if self.groups is None:
+                raise BioELError(Errors.E189)
+            for row, key in enumerate(exclude):
+                if key is not None:
+                    scores[row, self.groups == key] = -np.inf
+        indices, sims = top_k(scores, k)  # (batch, k), ties by key order
         values = self.values
-        return [[(values[i], s) for i, s in zip(row_i.tolist(), row_s.tolist())]
-                for row_i, row_s in zip(indices, sims)]
+        return [[(values[i], s) for i, s in zip(row_i.tolist(), row_s.tolist())
+                 if s != -np.inf] for row_i, row_s in zip(indices, sims)]
 
     def to_bytes(self) -> bytes:
         import srsly
         buffer = io.BytesIO()
         np.save(buffer, self.keys)
-        return srsly.msgpack_dumps({"dim": self.dim, "keys": buffer.getvalue(),
-                                    "values": self.values})
+        msg = {"dim": self.dim, "keys": buffer.getvalue(), "values": self.values}
+        if self.groups is not None:
+            msg["groups"] = self.groups.tolist()
+        return srsly.msgpack_dumps(msg)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "DatastoreKNN":
         import srsly
         msg = srsly.msgpack_loads(data)
         store = cls(msg["dim"])
-        store.add(np.load(io.BytesIO(msg["keys"])), msg["values"])
+        store.add(np.load(io.BytesIO(msg["keys"])), msg["values"], msg.get("groups"))
         return store
 
 
-__all__ = ["DatastoreKNN", "interpolate", "grid_accuracy", "knn_distribution",
+def document_key(text: str) -> int:
+    """A stable signed 64-bit key of a document's text (the datastore's groups)."""
+    digest = hashlib.blake2b(text.encode("utf8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+__all__ = ["DatastoreKNN", "document_key", "interpolate", "grid_accuracy", "knn_distribution",
            "model_distribution"]

@@ -14,13 +14,13 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
 from thinc.api import Optimizer
 
-from ..datastore.knn import DatastoreKNN
+from ..datastore.knn import DatastoreKNN, document_key
 from ..encoders.thinc_biencoder import concept_tower_trained, embed_texts
 from ..errors import BioELError, Errors
 from . import serialize
@@ -58,16 +58,25 @@ def refresh(linker: "BioELLinker", force: bool, datastore: bool) -> None:
             texts = [text for text, _ in linker.train_mentions]
             linker.datastore.add(embed_texts(linker.model, texts, "mention",
                                              linker.cfg["encode_batch_size"]),
-                                 [cid for _, cid in linker.train_mentions])
+                                 [cid for _, cid in linker.train_mentions],
+                                 linker.train_docs or None)
         linker.datastore_stale = False
     linker.model_changed()
 
 
+def datastore_mentions(linker: "BioELLinker", examples: Sequence[Example]
+                       ) -> List[Tuple[str, str, int]]:
+    """(mention input, gold concept id, document key) of every linkable gold
+    mention of `examples` (the key lets a held-out document skip its own)."""
+    keys = [document_key(eg.reference.text) for eg in examples]
+    ids = linker.index.names.concept_ids
+    return [(text, ids[c], keys[i])
+            for text, c, i in gold_mentions(examples, linker.resolve, linker.cfg["context_window"])]
+
+
 def build_datastore(linker: "BioELLinker", docs: Iterable[Doc]) -> int:
     """Replace the datastore with the gold mentions of `docs`; RETURNS its size."""
-    mentions = gold_mentions((Example(d, d) for d in docs), linker.resolve,
-                             linker.cfg["context_window"])
-    linker.train_mentions = [(text, linker.index.names.concept_ids[c]) for text, c, _ in mentions]
+    linker.train_mentions = datastore_mentions(linker, [Example(d, d) for d in docs])
     linker.datastore_stale = True
     linker.refresh()
     return len(linker.datastore)
@@ -118,4 +127,4 @@ def after_step(linker: "BioELLinker") -> None:
         linker.refresh()
 
 
-__all__ = ["TrainingState", "refresh", "build_datastore", "update", "after_step"]
+__all__ = ["TrainingState", "refresh", "datastore_mentions", "build_datastore", "update", "after_step"]

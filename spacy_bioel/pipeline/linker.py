@@ -69,6 +69,7 @@ class BioELLinker(TrainablePipe):
         self.kb: Optional[KnowledgeBase] = None
         self.datastore: Optional[DatastoreKNN] = None
         self._train_mentions: List[Tuple[str, str]] = []  # (mention input, gold concept id)
+        self.train_docs: List[int] = []  # their document keys (datastore groups), or none
         self.datastore_stale = True
         self.epoch_seconds: List[float] = []
         self.concept_index: Dict[str, int] = {}
@@ -109,8 +110,12 @@ class BioELLinker(TrainablePipe):
         return self._train_mentions
 
     @train_mentions.setter
-    def train_mentions(self, mentions: Iterable[Tuple[str, str]]) -> None:
-        self._train_mentions = list(mentions)
+    def train_mentions(self, mentions: Iterable[Tuple]) -> None:
+        """(mention input, gold concept id) pairs, or (mention input, gold
+        concept id, document key) triples that also set `train_docs`."""
+        rows = [tuple(m) for m in mentions]
+        self._train_mentions = [(m[0], m[1]) for m in rows]
+        self.train_docs = [m[2] for m in rows] if rows and all(len(m) == 3 for m in rows) else []
         self.set_stage("shortcut", self.shortcut)
 
 
@@ -139,8 +144,7 @@ class BioELLinker(TrainablePipe):
             self.require_model("initialize")
         self.model.initialize(X=([" "], "mention"))
         self.runtime.invalidate()
-        mentions = gold_mentions(examples, self.resolve, self.cfg["context_window"])
-        self.train_mentions = [(text, self.index.names.concept_ids[c]) for text, c, _ in mentions]
+        self.train_mentions = lifecycle.datastore_mentions(self, examples)
         self.refresh(force=True)
 
     def resolve(self, concept_id: str) -> Optional[int]:

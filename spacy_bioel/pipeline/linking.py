@@ -23,7 +23,8 @@ from spacy.tokens import Doc, Span
 from ..errors import BioELError, Errors, Warnings, warn
 from .cache import LinkCache
 from .decisions import NIL_WITHOUT_ALNUM, Retrieved, decide_entity
-from .mentions import SpanKey, has_alnum, long_forms, mention_alternatives, mention_input
+from .mentions import (SpanKey, has_alnum, held_out_key, long_forms, mention_alternatives,
+                       mention_input)
 
 if TYPE_CHECKING:
     from .linker import BioELLinker
@@ -122,8 +123,9 @@ def decide(linker: "BioELLinker", alternatives: Retrieved) -> Dict[str, Any]:
 
 def decision_keys(linker: "BioELLinker", spans: Sequence[Entity], forms: Dict[SpanKey, str]
                   ) -> List[Hashable]:
-    """(text, long form, label) of each entity, texts as the encoder sees them;
-    the label counts only with a type filter."""
+    """(text, long form, label, held-out document key) of each entity, texts as
+    the encoder sees them; the label counts only with a type filter, the
+    document only when it is held out of the datastore (`HELD_OUT_KNN`)."""
     context = linker.cfg["context_window"]
     texts = [mention_input(ent, context) for _, ent in spans]
     longs = [forms.get((i, ent.start_char, ent.end_char)) for i, ent in spans]
@@ -131,7 +133,7 @@ def decision_keys(linker: "BioELLinker", spans: Sequence[Entity], forms: Dict[Sp
     long_keys = iter(keyed[len(texts):])
     filtered = linker.type_filter is not None
     return [(text, next(long_keys) if long_form is not None else None,
-             ent.label_ if filtered else "")
+             ent.label_ if filtered else "", held_out_key(ent.doc))
             for text, long_form, (_, ent) in zip(keyed, longs, spans)]
 
 
@@ -174,7 +176,9 @@ def retrieve_spans(linker: "BioELLinker", spans: List[Entity], forms: Dict[SpanK
     ranker, datastore = linker.ranker, linker.datastore
     knn_k = knn_k or (ranker.knn_k if ranker.use_knn else 0)  # kNN off: no search
     use_knn = datastore is not None and len(datastore) and knn_k
-    neighbours = datastore.search(queries, knn_k) if use_knn else [[] for _ in texts]
+    held_out = [held_out_key(spans[j][1].doc) for j in owner] if use_knn else []
+    neighbours = datastore.search(queries, knn_k, held_out if any(k is not None for k in held_out)
+                                  else None) if use_knn else [[] for _ in texts]
     ids, concept_index = linker.index.names.concept_ids, linker.concept_index
     for j, (rows, near) in enumerate(zip(found, neighbours)):
         mask = masks[j] if masks is not None else None

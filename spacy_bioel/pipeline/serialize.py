@@ -105,7 +105,7 @@ def _writers(linker: "BioELLinker") -> Dict[str, Callable[[Path], Any]]:
             "kb": lambda p: linker.kb.to_disk(p),
             "index": lambda p: linker.index.to_disk(p),
             "datastore": lambda p: replace_file(p, lambda t: t.write_bytes(linker.datastore.to_bytes())),
-            "train_mentions": lambda p: srsly.write_msgpack(p, linker.train_mentions),
+            "train_mentions": lambda p: srsly.write_msgpack(p, _mention_rows(linker)),
             "encoder": (deferred.save_encoder if deferred is not None else
                         lambda p: save_encoder_config(linker.model, p)),
             "model": (deferred.save_weights if deferred is not None else
@@ -229,10 +229,21 @@ def _read(path: Path, part: str, reader: Callable[[Path], Any]) -> Any:
         raise damaged(path, part, f"{type(err).__name__}: {str(err)[:200]}")
 
 
+def _mention_rows(linker: "BioELLinker") -> list:
+    """(mention, concept id[, document key]) rows of the datastore's mentions."""
+    if linker.train_docs:
+        return [(t, c, k) for (t, c), k in zip(linker.train_mentions, linker.train_docs)]
+    return linker.train_mentions
+
+
 def _read_mentions(path: Path) -> list:
+    """(mention, concept id) pairs, or triples with the document key (saved since
+    the datastore records each mention's document)."""
     mentions = [tuple(x) for x in srsly.read_msgpack(path)]
-    if not all(len(m) == 2 and all(isinstance(v, str) for v in m) for m in mentions):
-        raise ValueError("entries are not (mention, concept id) pairs")
+    if not all(len(m) in (2, 3) and isinstance(m[0], str) and isinstance(m[1], str) and
+               (len(m) == 2 or isinstance(m[2], int)) for m in mentions) or \
+            len({len(m) for m in mentions}) > 1:
+        raise ValueError("entries are not (mention, concept id[, document key]) rows")
     return mentions
 
 

@@ -15,6 +15,7 @@ from spacy.training import Example
 from spacy.util import registry
 
 from ..errors import BioELError, Errors
+from ..pipeline.mentions import HELD_OUT_KNN
 
 
 def gold_spans_doc(nlp: Language, reference: Doc) -> Doc:
@@ -27,13 +28,17 @@ def gold_spans_doc(nlp: Language, reference: Doc) -> Doc:
 
 
 @registry.readers("spacy-bioel.GoldEntsCorpus.v1")
-def create_gold_ents_corpus(path: Optional[Path], limit: int = 0
+def create_gold_ents_corpus(path: Optional[Path], limit: int = 0, held_out_knn: bool = False
                             ) -> Callable[[Language], Iterable[Example]]:
     """Read a DocBin written by `python -m spacy_bioel convert` into Examples whose
     predicted docs carry the gold spans (no kb ids).
 
     path (Optional[Path]): The .spacy file.
     limit (int): Read at most this many docs (0: all).
+    held_out_knn (bool): Mark each predicted doc so that a bioel_linker's kNN
+        datastore leaves that document's own mentions out when linking it: a
+        linker whose datastore holds these documents then links them as it
+        would link unseen text (the reranker's training candidates).
     """
     def read(nlp: Language) -> Iterator[Example]:
         if path is None or not Path(path).exists():
@@ -41,7 +46,10 @@ def create_gold_ents_corpus(path: Optional[Path], limit: int = 0
         for i, reference in enumerate(DocBin().from_disk(path).get_docs(nlp.vocab)):
             if limit and i >= limit:
                 break
-            yield Example(gold_spans_doc(nlp, reference), reference)
+            predicted = gold_spans_doc(nlp, reference)
+            if held_out_knn:
+                predicted.user_data[HELD_OUT_KNN] = True
+            yield Example(predicted, reference)
     return read
 
 

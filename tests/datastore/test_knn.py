@@ -52,6 +52,32 @@ def test_datastore_search_and_round_trip():
     with pytest.raises(BioELError) as err:
         store.add(keys, values[:-1])
     assert err.value.code == "E155"
+    with pytest.raises(BioELError) as err:
+        store.search(keys[:1], k=2, exclude=[7])  # no document keys recorded
+    assert err.value.code == "E189"
+
+
+def test_datastore_leaves_a_documents_entries_out():
+    from spacy_bioel.datastore.knn import document_key
+
+    keys = np.eye(4, dtype=np.float32)
+    keys[1] = keys[0]  # entries 0 and 1: the same mention text in two documents
+    groups = [document_key("doc a"), document_key("doc b"), document_key("doc a"),
+              document_key("doc c")]
+    store = DatastoreKNN(4)
+    store.add(keys, ["D0", "D1", "D2", "D3"], groups)
+    query = keys[[0, 0, 2]]
+    plain = store.search(query, k=4)
+    held = store.search(query, k=4, exclude=[groups[0], None, groups[0]])
+    assert [c for c, _ in plain[0]][:2] == ["D0", "D1"]
+    assert [c for c, _ in held[0]] == ["D1", "D3"]  # doc a's two entries left out
+    assert held[1] == plain[1]  # None: sees everything
+    assert "D2" not in [c for c, _ in held[2]] and len(held[2]) == 2
+    assert DatastoreKNN.from_bytes(store.to_bytes()).groups.tolist() == groups
+    assert document_key("doc a") == document_key("doc a") != document_key("doc b")
+    with pytest.raises(BioELError) as err:
+        store.add(keys, ["D0", "D1", "D2", "D3"], groups[:2])
+    assert err.value.code == "E155"
 
 
 def test_grid_accuracy_matches_interpolate_mention_by_mention():

@@ -416,3 +416,39 @@ def test_hybrid_candidates_in_the_component_and_tuned_weight(tiny_bert_dir):
     assert linker.candidates.sparse_weight == max(weights, key=lambda w: (weights[w], -w))
     linked_ids = [e.kb_id_ for e in nlp(gold_spans_doc(nlp, docs[0])).ents]
     assert linked_ids == ["D2", "D1"]  # predict uses the tuned weight
+
+
+def test_held_out_knn_leaves_the_documents_own_mentions_out(trained, tmp_path):
+    """A doc flagged HELD_OUT_KNN does not see the datastore entries of its own
+    text (the reranker's training candidates); other docs and unflagged calls do."""
+    from spacy_bioel.pipeline.mentions import HELD_OUT_KNN
+
+    nlp, _, _ = trained
+    linker = nlp.get_pipe("bioel_linker")
+    assert len(linker.train_docs) == len(linker.train_mentions) == 9
+
+    def neighbour_ids(flag):
+        docs = [gold_spans_doc(nlp, make_doc(nlp, t, s)) for t, s in TRAIN]
+        for doc in docs:
+            doc.user_data[HELD_OUT_KNN] = flag
+        return [{cid for cid, _ in alt[0]["neighbours"]} for alt in linker.retrieve(docs, knn_k=9)]
+
+    seen, held_out = neighbour_ids(False), neighbour_ids(True)
+    # hepatoblastoma (D5) and asthma (D6) occur only in the third document
+    assert "D5" in seen[4] and "D6" in seen[5]
+    assert not {"D5", "D6"} & (held_out[4] | held_out[5])
+    assert "D1" in held_out[0]  # colon cancer: still seen through the fourth document
+    assert all(len(s) <= 6 for s in held_out[4:6])
+    # predictions of a held-out doc differ only through the datastore
+    nlp.to_disk(tmp_path / "saved")
+    loaded = spacy.load(tmp_path / "saved").get_pipe("bioel_linker")
+    assert loaded.train_docs == linker.train_docs
+    assert loaded.datastore.groups.tolist() == linker.datastore.groups.tolist()
+    # a datastore saved without document keys cannot leave a document out: E189
+    loaded.train_mentions = list(loaded.train_mentions)  # pairs: no document keys
+    loaded.refresh(force=True)
+    doc = gold_spans_doc(nlp, make_doc(nlp, *TRAIN[0]))
+    doc.user_data[HELD_OUT_KNN] = True
+    with pytest.raises(BioELError) as err:
+        loaded.retrieve([doc], knn_k=2)
+    assert err.value.code == "E189"

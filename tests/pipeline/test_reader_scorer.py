@@ -22,6 +22,12 @@ def test_gold_ents_reader(tmp_path):
         ("colon cancer", "Disease", ""), ("heart attack", "Disease", "")]
     assert [e.kb_id_ for e in eg.reference.ents] == ["D1", "D2|D3"]
     assert list(create_gold_ents_corpus(tmp_path / "d.spacy", limit=0)(nlp))
+    from spacy_bioel.pipeline.mentions import HELD_OUT_KNN, held_out_key
+
+    assert held_out_key(eg.predicted) is None
+    [held] = list(create_gold_ents_corpus(tmp_path / "d.spacy", held_out_knn=True)(nlp))
+    assert held.predicted.user_data[HELD_OUT_KNN] and HELD_OUT_KNN not in held.reference.user_data
+    assert held_out_key(held.predicted) == held_out_key(held.predicted.copy()) is not None
 
 
 def test_scorer_acc_at_k_and_composites():
