@@ -236,6 +236,13 @@ class Errors(metaclass=ErrorsWithCodes):
             "the datastore does not record which document each mention came from (it was "
             "saved before spacy-bioel recorded them). Rebuild it: python -m spacy_bioel "
             "rebuild-datastore PIPELINE TRAIN.spacy.")
+    E190 = ("'mask' pooling reads the [MASK] token of each input, but {problem}. Use a "
+            "tokenizer with a mask token (BERT-style models have [MASK]), pass input ids (not "
+            "input embeddings: FGSM does not combine with 'mask' pooling), or pool with "
+            "'mean' / 'cls'.")
+    E191 = ("The bi-encoder's prompt template '{template}' must contain {{text}} once and "
+            "{{mask}} once (e.g. \"{{mask}} is identical with {{text}}\", GraphPrompt's T0).")
+    E192 = ("{what} is not supported together with GraphPrompt ({why}). {fix}")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

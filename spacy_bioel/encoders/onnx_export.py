@@ -55,6 +55,12 @@ def export_mention_encoder(model, quantize: Optional[str] = None, tower: str = "
     from .thinc_biencoder import tokenize, torch_module
 
     _require_onnx()
+    if model.attrs.get("prompt"):
+        from ..errors import BioELError, Errors
+        raise BioELError(Errors.E192.format(
+            what="The ONNX runtime", why="its tokenizer reads the bare mention, not the "
+            f"prompt template '{model.attrs['prompt']}'",
+            fix="Keep runtime = spacy-bioel.TorchRuntime.v1 for a prompted encoder."))
     module = torch_module(model)
     device = next(module.parameters()).device
 

@@ -35,8 +35,8 @@ EncoderInput = Tuple[List[str], str]
 def build_biencoder(encoder: str = DEFAULT_ENCODER, pooling: str = "mean",
                     similarity: str = "cosine", shared_towers: bool = True,
                     train_concept_tower: bool = True, max_length: int = 25,
-                    mixed_precision: bool = False, frozen_layers: int = 0
-                    ) -> Model[EncoderInput, Floats2d]:
+                    mixed_precision: bool = False, frozen_layers: int = 0,
+                    prompt: Optional[str] = None) -> Model[EncoderInput, Floats2d]:
     """A bi-encoder over a Hugging Face transformer.
 
     encoder (str): A local model directory, a hub name (needs internet), or
@@ -51,14 +51,21 @@ def build_biencoder(encoder: str = DEFAULT_ENCODER, pooling: str = "mean",
     frozen_layers (int): Freeze the embedding layer and this many bottom
         transformer layers of the trained tower(s); 0 trains every layer. On a
         CPU, 3 of MiniLM's 6 layers halves the time of a training step.
+    prompt (Optional[str]): A template every mention and concept name is put
+        in before encoding, with {mask} (the tokenizer's mask token) and {text},
+        e.g. "{mask} is identical with {text}" (GraphPrompt's T0, with pooling
+        'mask'); None encodes the text alone.
     """
+    if prompt is not None and (prompt.count("{text}") != 1 or prompt.count("{mask}") != 1):
+        from ..errors import BioELError, Errors
+        raise BioELError(Errors.E191.format(template=prompt))
     return Model("bioel_biencoder", forward, init=init, layers=[],
                  dims={"nO": None},
                  attrs={"encoder": encoder, "pooling": pooling, "similarity": similarity,
                         "shared_towers": shared_towers,
                         "train_concept_tower": train_concept_tower,
                         "max_length": max_length, "mixed_precision": mixed_precision,
-                        "frozen_layers": frozen_layers, "tokenizer": None})
+                        "frozen_layers": frozen_layers, "prompt": prompt, "tokenizer": None})
 
 
 def init(model: Model, X: Optional[EncoderInput] = None, Y: Optional[Any] = None) -> None:
@@ -86,7 +93,12 @@ def attach_module(model: Model, tokenizer, transformer) -> None:
             freeze_bottom(concept, frozen, model.attrs["encoder"])
     freeze_bottom(transformer, frozen, model.attrs["encoder"])
     module = BiEncoder(transformer, concept, pooling=model.attrs["pooling"],
-                       similarity=model.attrs["similarity"])
+                       similarity=model.attrs["similarity"],
+                       mask_id=getattr(tokenizer, "mask_token_id", None))
+    if (model.attrs["pooling"] == "mask" or model.attrs.get("prompt")) and module.mask_id is None:
+        from ..errors import BioELError, Errors
+        raise BioELError(Errors.E190.format(problem=f"the tokenizer of "
+                                            f"{model.attrs['encoder']} has no mask token"))
     import torch
 
     # autocast + grad scaling only where they exist: on a CUDA device
@@ -145,11 +157,23 @@ def batch_tokenizer(model: Model):
     return cached[1]
 
 
-def tokenize(model: Model, texts: List[str], device) -> Tuple[Any, Any]:
+def prompted(model: Model, texts: Sequence[str]) -> List[str]:
+    """`texts` put in the model's prompt template (unchanged without one)."""
+    template = model.attrs.get("prompt")
+    if not template:
+        return list(texts)
+    mask = model.attrs["tokenizer"].mask_token
+    return [template.replace("{mask}", mask).replace("{text}", text) for text in texts]
+
+
+def tokenize(model: Model, texts: List[str], device, prompt: bool = True) -> Tuple[Any, Any]:
     """(input_ids, attention_mask) tensors on `device`, padded and truncated to
-    the model's max_length with its tokenizer."""
+    the model's max_length with its tokenizer; the texts are put in the prompt
+    template first unless `prompt` is False (GraphPrompt's own templates)."""
     import torch
 
+    if prompt:
+        texts = prompted(model, texts)
     fast = batch_tokenizer(model)
     if fast is not None:
         ids, mask = fast(texts)
@@ -170,8 +194,9 @@ def _make_converter(outer: Model) -> Callable:
         for part_tower, part in payload:
             if isinstance(part, tuple):  # (inputs_embeds, attention_mask)
                 segments.append((part_tower, None, part[1], part[0]))
-            else:
-                segments.append((part_tower, *tokenize(outer, part, device), None))
+            else:  # 'prompt' parts are GraphPrompt templates: no T0 around them
+                segments.append((part_tower, *tokenize(outer, part, device,
+                                                       prompt=part_tower != "prompt"), None))
         return ArgsKwargs(args=(None,), kwargs={"segments": segments}), lambda d_inputs: X
     return convert_inputs
 
@@ -215,4 +240,4 @@ def forward(model: Model, X: EncoderInput, is_train: bool):
 
 
 __all__ = ["build_biencoder", "build_from_saved", "save_encoder_config", "torch_module",
-           "tokenize", "batch_tokenizer", "embed_texts", "concept_tower_trained"]
+           "tokenize", "prompted", "batch_tokenizer", "embed_texts", "concept_tower_trained"]

@@ -5,6 +5,9 @@ References:
     Lin et al., kNN-BioEL (Sec. 2.1, eqs. 1-2): f(m) = Encoder(m)[CLS], and
     s(m, e) = cos(f(m), f(e)). Mean pooling is the sentence-transformers
     default (and what the embedded MiniLM was trained with).
+    Xu et al., GraphPrompt, eqs. 4-5: with a prompt template ("[MASK] is
+    identical with v", T0) and 'mask' pooling, x_v is the transformer's output
+    at the [MASK] token.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ logger = logging.getLogger(__name__)
 
 from .common import DEFAULT_ENCODER, MENTION_END, MENTION_START, length_buckets, resolve_model_path
 
-POOLINGS = ("cls", "mean")
+POOLINGS = ("cls", "mean", "mask")
 SIMILARITIES = ("cosine", "dot")
 # (tower, input_ids or None, attention_mask, inputs_embeds or None)
 Segment = Tuple[str, Optional[torch.Tensor], torch.Tensor, Optional[torch.Tensor]]
@@ -30,8 +33,11 @@ class BiEncoder(nn.Module):
     mention_encoder (nn.Module): A `transformers` model (AutoModel).
     concept_encoder (Optional[nn.Module]): A separate concept tower; None shares
         the mention tower's weights.
-    pooling (str): 'cls' or 'mean' (mean over non-padding tokens).
+    pooling (str): 'cls', 'mean' (mean over non-padding tokens) or 'mask' (the
+        first [MASK] token of each row; GraphPrompt's T0 representation).
     similarity (str): 'cosine' (embeddings L2-normalised) or 'dot'.
+    mask_id (Optional[int]): The tokenizer's [MASK] id ('mask' pooling and
+        GraphPrompt templates).
 
     Inputs (forward): input_ids, attention_mask: (batch, seq_len) int tensors;
         tower: 'mention' or 'concept'; inputs_embeds: (batch, seq_len, hidden)
@@ -44,7 +50,8 @@ class BiEncoder(nn.Module):
     """
 
     def __init__(self, mention_encoder: nn.Module, concept_encoder: Optional[nn.Module] = None,
-                 pooling: str = "mean", similarity: str = "cosine") -> None:
+                 pooling: str = "mean", similarity: str = "cosine",
+                 mask_id: Optional[int] = None) -> None:
         super().__init__()
         if pooling not in POOLINGS or similarity not in SIMILARITIES:
             from ..errors import BioELError, Errors
@@ -53,6 +60,7 @@ class BiEncoder(nn.Module):
         self.concept_encoder = concept_encoder
         self.pooling = pooling
         self.similarity = similarity
+        self.mask_id = mask_id
 
     @property
     def shared(self) -> bool:
@@ -80,10 +88,14 @@ class BiEncoder(nn.Module):
         shim scales and unscales gradients once per backward).
 
         segments: (tower, input_ids or None, attention_mask, inputs_embeds or None)
-            tuples; their embeddings are concatenated in order.
+            tuples; their embeddings are concatenated in order. Tower 'prompt'
+            (GraphPrompt templates, mention tower) gives one row per [MASK]
+            token, rows in reading order (`mask_states`).
         """
         if segments is not None:
-            return torch.cat([self.encode(*segment) for segment in segments])
+            return torch.cat([self.mask_states(ids, mask) if part == "prompt"
+                              else self.encode(part, ids, mask, embeds)
+                              for part, ids, mask, embeds in segments])
         return self.encode(tower, input_ids, attention_mask, inputs_embeds)
 
     def encode(self, tower: str, input_ids: Optional[torch.Tensor], attention_mask: torch.Tensor,
@@ -92,17 +104,37 @@ class BiEncoder(nn.Module):
         encoder = self.tower(tower)
         hidden = encoder(input_ids=input_ids, attention_mask=attention_mask,
                          inputs_embeds=inputs_embeds).last_hidden_state
-        pooled = pool(hidden, attention_mask, self.pooling)
+        pooled = pool(hidden, attention_mask, self.pooling, input_ids, self.mask_id)
+        return self._normalise(pooled)
+
+    def mask_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """(n masks, hidden): the mention tower's output at every [MASK] token of
+        the batch, row by row, left to right (GraphPrompt eqs. 7 and T2)."""
+        hidden = self.tower("mention")(input_ids=input_ids,
+                                       attention_mask=attention_mask).last_hidden_state
+        return self._normalise(hidden[input_ids == self.mask_id])
+
+    def _normalise(self, pooled: torch.Tensor) -> torch.Tensor:
         if self.similarity == "cosine":
             pooled = nn.functional.normalize(pooled.float(), dim=-1)
         return pooled
 
 
-def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
-    """(batch, hidden) from (batch, seq, hidden): the [CLS] vector ('cls') or
-    the mean over non-padding tokens ('mean')."""
+def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str,
+         input_ids: Optional[torch.Tensor] = None, mask_id: Optional[int] = None) -> torch.Tensor:
+    """(batch, hidden) from (batch, seq, hidden): the [CLS] vector ('cls'), the
+    mean over non-padding tokens ('mean') or the first [MASK] token's vector
+    ('mask'; the [CLS] vector for a row without one)."""
     if pooling == "cls":
         return hidden[:, 0]
+    if pooling == "mask":
+        if input_ids is None or mask_id is None:
+            from ..errors import BioELError, Errors
+            raise BioELError(Errors.E190.format(
+                problem="no input ids were given" if input_ids is None
+                else "the tokenizer has no mask token"))
+        first = (input_ids == mask_id).int().argmax(dim=1)  # 0 ([CLS]) when a row has none
+        return hidden[torch.arange(hidden.shape[0], device=hidden.device), first]
     mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (batch, seq, 1)
     return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
 

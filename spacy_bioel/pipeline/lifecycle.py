@@ -96,8 +96,16 @@ def update(linker: "BioELLinker", examples: List[Example], sgd: Optional[Optimiz
         raise BioELError(Errors.E168)
     linker.require_model("training")
     batch = MentionBatch(*(list(column) for column in zip(*mentions)))
-    losses[linker.name] += train_step(linker.model, linker.loss, batch, linker.index,
-                                      linker.negatives, linker.fgsm, linker.rng)
+    if getattr(linker.loss, "uses_graph", False):
+        from ..training.graph_step import graph_step
+
+        value, terms = graph_step(linker.model, graph_loss(linker), batch, linker.index, linker.rng)
+        losses[linker.name] += value
+        for term, term_value in terms.items():
+            losses[f"{linker.name}_L{term}"] = losses.get(f"{linker.name}_L{term}", 0.0) + term_value
+    else:
+        losses[linker.name] += train_step(linker.model, linker.loss, batch, linker.index,
+                                          linker.negatives, linker.fgsm, linker.rng)
     state = linker.steps
     if state.seen_in_epoch == 0:
         state.epoch_start = time.perf_counter()
@@ -105,6 +113,28 @@ def update(linker: "BioELLinker", examples: List[Example], sgd: Optional[Optimiz
     if sgd not in (None, False):
         linker.finish_update(sgd)
     return losses
+
+
+def graph_loss(linker: "BioELLinker"):
+    """The GraphPrompt loss module, its templates built from the KB graph and
+    the datastore's training mentions (never from other data), again whenever
+    the KB or those mentions change."""
+    from ..graphprompt.templates import GraphTemplates
+    from .mentions import span_of_input
+
+    loss = linker.loss.module
+    if linker.fgsm is not None and linker.fgsm.epsilon > 0:
+        raise BioELError(Errors.E192.format(
+            what="FGSM", why="its perturbed names have no [MASK] token to pool",
+            fix="Set [components.bioel_linker.fgsm] to null."))
+    key = (id(linker.kb), id(linker.index.names), len(linker.train_mentions))
+    if loss.templates is None or getattr(loss, "templates_key", None) != key:
+        loss.templates_key = key
+        pairs = [(span_of_input(text), cid) for text, cid in linker.train_mentions]
+        loss.prepare(GraphTemplates(linker.kb, linker.index.names.concept_ids, pairs,
+                                    linker.model.attrs["tokenizer"].mask_token,
+                                    loss.synonym_rate, loss.max_words))
+    return loss
 
 
 def after_step(linker: "BioELLinker") -> None:
@@ -127,4 +157,4 @@ def after_step(linker: "BioELLinker") -> None:
         linker.refresh()
 
 
-__all__ = ["TrainingState", "refresh", "datastore_mentions", "build_datastore", "update", "after_step"]
+__all__ = ["TrainingState", "refresh", "datastore_mentions", "build_datastore", "update", "graph_loss", "after_step"]

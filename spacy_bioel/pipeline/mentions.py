@@ -40,6 +40,13 @@ def mention_input(ent: Span, context_window: int) -> str:
     return f"{left} [M] {ent.text} [/M] {right}".strip()
 
 
+def span_of_input(text: str) -> str:
+    """The mention span of a `mention_input` (the text between [M] and [/M] when
+    it has context)."""
+    start, end = text.find("[M] "), text.rfind(" [/M]")
+    return text[start + 4:end] if start >= 0 and end > start else text
+
+
 def gold_mentions(examples: Iterable[Example], resolve: Callable[[str], Optional[int]],
                   context_window: int) -> List[Tuple[str, int, int]]:
     """(mention input, gold concept index, example index) of every reference
@@ -88,4 +95,5 @@ def mention_alternatives(spans: List[Tuple[int, Span]], context_window: int,
     return texts, labels, owner
 
 
-__all__ = ["HELD_OUT_KNN", "held_out_key", "has_alnum", "mention_input", "gold_mentions", "long_forms", "mention_alternatives"]
+__all__ = ["HELD_OUT_KNN", "held_out_key", "has_alnum", "mention_input", "span_of_input",
+           "gold_mentions", "long_forms", "mention_alternatives"]

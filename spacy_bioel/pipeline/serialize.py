@@ -248,7 +248,7 @@ def _read_mentions(path: Path) -> list:
 
 
 def _check_attrs(path, saved: Dict[str, Any], config: Dict[str, Any]) -> None:
-    for key in ("pooling", "similarity", "shared_towers"):
+    for key in ("pooling", "similarity", "shared_towers", "prompt"):
         if key in saved and saved[key] != config.get(key):
             raise BioELError(Errors.E157.format(path=path, key=key, saved=saved[key],
                                                 config=config.get(key)))

@@ -1,0 +1,75 @@
+"""One GraphPrompt training step of the linker (loss `spacy-bioel.GraphPromptLoss.v1`).
+
+In ONE forward and ONE backward pass (see `training.step` for why one):
+the batch's mentions (x_s, in the encoder's T0 prompt), the canonical names of
+their gold concepts (x_v, for L_c), and freshly sampled T1 and T2 graph
+templates (their [MASK] states, `BiEncoder.mask_states`). Every query is scored
+against all cached name embeddings (the name index) and the loss combines the
+terms of eq. 10 (`losses.graphprompt`).
+
+References:
+    Xu et al., GraphPrompt (paper 003), Secs. 4.2-5.3 and Appendix A.2.
+"""
+from __future__ import annotations
+
+from typing import List, Tuple
+
+import numpy as np
+
+from ..index.name_index import NameIndex
+from .step import MentionBatch
+
+
+def graph_step(model, loss_fn, batch: MentionBatch, index: NameIndex,
+               rng: np.random.Generator) -> Tuple[float, dict]:
+    """Forward, eq. 10 and one backward pass; gradients are left for finish_update.
+
+    RETURNS (Tuple[float, dict]): the loss value and each term's value.
+    """
+    import torch
+    from thinc.api import torch2xp, xp2torch
+
+    templates = loss_fn.templates
+    concepts = sorted(set(batch.gold))
+    names = index.names
+    segments: list = [("mention", batch.texts),
+                      ("concept", [names.names[int(names.offsets[c])] for c in concepts])]
+    targets: List[int] = list(batch.gold) + concepts
+    parts: List[int] = [0] * len(batch.gold) + [1] * len(concepts)
+    for code, sampled in ((2, templates.first_order(rng, loss_fn.first_order)),
+                          (3, templates.second_order(rng, loss_fn.second_order))):
+        sampled = _fitting(model, sampled, loss_fn)
+        if sampled:
+            segments.append(("prompt", [text for text, _ in sampled]))
+            for _, masked in sampled:
+                targets += masked
+                parts += [code] * len(masked)
+    output, backprop = model.begin_update((segments, "segments"))
+    queries = xp2torch(output, requires_grad=True)
+    device = queries.device
+    entities = torch.from_numpy(np.asarray(index.vectors(np.arange(len(names))),
+                                           dtype=np.float32)).to(device)
+    owners = torch.from_numpy(names.owners).to(device)
+    loss, terms = loss_fn(queries, torch.tensor(targets, device=device),
+                          torch.tensor(parts, device=device), entities, owners)
+    loss.backward()
+    loss_fn.step()
+    backprop(torch2xp(queries.grad))
+    return float(loss.detach()), terms
+
+
+def _fitting(model, sampled: list, loss_fn) -> list:
+    """The templates whose every [MASK] survives truncation to max_length; the
+    others are counted in `loss_fn.counts['templates_truncated']`."""
+    if not sampled:
+        return sampled
+    from ..encoders.thinc_biencoder import tokenize
+
+    ids, _ = tokenize(model, [text for text, _ in sampled], "cpu", prompt=False)
+    found = (ids == model.attrs["tokenizer"].mask_token_id).sum(dim=1).tolist()
+    kept = [t for t, n in zip(sampled, found) if n == len(t[1])]
+    loss_fn.counts["templates_truncated"] += len(sampled) - len(kept)
+    return kept
+
+
+__all__ = ["graph_step"]
