@@ -55,11 +55,12 @@ class GraphTemplates:
     mask (str): The tokenizer's mask token.
     synonym_rate (float): Chance that an unmasked entity reads as one of its
         training synonyms (when it has any) rather than its name.
-    max_words (int): Names and synonyms are cut to this many words, so that a
-        template's [MASK] tokens survive the encoder's truncation.
+    max_words (int): Names are cut to this many words (and longer synonyms
+        are not used), so that a template's [MASK] tokens survive the encoder's
+        truncation.
 
-    `report` counts edges by relation, 2-hop paths and edges whose end is not a
-    linker concept (skipped).
+    `report` counts edges by relation, 2-hop paths, edges whose end is not a
+    linker concept or is the concept itself (skipped) and synonyms too long.
     """
 
     def __init__(self, kb: KnowledgeBase, concept_ids: Sequence[str],
@@ -69,10 +70,14 @@ class GraphTemplates:
         index = {cid: i for i, cid in enumerate(concept_ids)}
         self.names = [self._cut(kb[cid].canonical_name) for cid in concept_ids]
         self.synonyms: Dict[int, List[str]] = defaultdict(list)
-        for text, cid in train_pairs:
-            if cid in index:
-                self.synonyms[index[cid]].append(self._cut(text))
         self.report: Counter = Counter()
+        for text, cid in train_pairs:
+            if cid not in index:
+                continue
+            if len(text.split()) > max_words:  # never cut: a cut synonym could be another string
+                self.report["synonyms_too_long"] += 1
+                continue
+            self.synonyms[index[cid]].append(text)
         edges: List[Edge] = []
         for cid, i in index.items():
             for relation, target in kb[cid].relations:
