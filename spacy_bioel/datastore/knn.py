@@ -211,11 +211,22 @@ class DatastoreKNN:
         return store
 
 
+# Doc.user_data flag: link this document with the kNN datastore's entries from
+# it left out (set by `spacy-bioel.GoldEntsCorpus.v1` with held_out_knn = true)
+HELD_OUT_KNN = "spacy_bioel.held_out_knn"
+
+
+def held_out_key(doc) -> Optional[int]:
+    """The document key whose datastore entries the mentions of `doc` (a spaCy
+    Doc) must not see (`HELD_OUT_KNN` set), else None."""
+    return document_key(doc.text) if doc.user_data.get(HELD_OUT_KNN) else None
+
+
 def document_key(text: str) -> int:
     """A stable signed 64-bit key of a document's text (the datastore's groups)."""
     digest = hashlib.blake2b(text.encode("utf8"), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)
 
 
-__all__ = ["DatastoreKNN", "document_key", "interpolate", "grid_accuracy", "knn_distribution",
+__all__ = ["DatastoreKNN", "document_key", "held_out_key", "HELD_OUT_KNN", "interpolate", "grid_accuracy", "knn_distribution",
            "model_distribution"]

@@ -8,20 +8,10 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 
 from ..kb.ids import split_gold_ids
+from ..datastore.knn import HELD_OUT_KNN, held_out_key
 from .abbreviations import find_abbreviations
 
 SpanKey = Tuple[int, int, int]  # (doc index, start char, end char)
-# Doc.user_data flag: link this document with the kNN datastore's entries from
-# it left out (set by `spacy-bioel.GoldEntsCorpus.v1` with held_out_knn = true)
-HELD_OUT_KNN = "spacy_bioel.held_out_knn"
-
-
-def held_out_key(doc: Doc) -> Optional[int]:
-    """The document key whose datastore entries `doc`'s mentions must not see
-    (`HELD_OUT_KNN` set), else None."""
-    from ..datastore.knn import document_key
-
-    return document_key(doc.text) if doc.user_data.get(HELD_OUT_KNN) else None
 
 
 def has_alnum(text: str) -> bool:

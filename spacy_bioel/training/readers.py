@@ -15,7 +15,7 @@ from spacy.training import Example
 from spacy.util import registry
 
 from ..errors import BioELError, Errors
-from ..pipeline.mentions import HELD_OUT_KNN
+from ..datastore.knn import HELD_OUT_KNN
 
 
 def gold_spans_doc(nlp: Language, reference: Doc) -> Doc:
