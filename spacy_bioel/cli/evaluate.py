@@ -68,8 +68,9 @@ def evaluate(
         raise BioELError(Errors.E107)
     kb = KnowledgeBase.from_disk(kb_path)
     docs = read_docs([data])
-    for doc in docs if held_out_knn else []:
-        doc.user_data[HELD_OUT_KNN] = True
+    if held_out_knn:
+        for doc in docs:
+            doc.user_data[HELD_OUT_KNN] = True
     if not any(e.kb_id_ for d in docs for e in d.ents):
         raise BioELError(Errors.E100.format(path=data))
     train_docs = read_docs(list(train)) if train else []

@@ -228,5 +228,5 @@ def document_key(text: str) -> int:
     return int.from_bytes(digest, "little", signed=True)
 
 
-__all__ = ["DatastoreKNN", "document_key", "held_out_key", "HELD_OUT_KNN", "interpolate", "grid_accuracy", "knn_distribution",
-           "model_distribution"]
+__all__ = ["DatastoreKNN", "document_key", "held_out_key", "HELD_OUT_KNN", "interpolate",
+           "grid_accuracy", "knn_distribution", "model_distribution"]

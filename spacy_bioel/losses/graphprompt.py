@@ -72,11 +72,14 @@ class GraphPromptLoss(nn.Module):
         self.norm = nn.BatchNorm1d(1, affine=False) if score_norm else None
         self.log_scale = nn.Parameter(torch.zeros(())) if score_norm else None
         self.templates = None  # GraphTemplates, set by `prepare`
+        self.templates_key = None  # what they were built from (see `prepare`)
+        self.entities = None  # (store, entity matrix, owners) of the last step (`graph_step`)
         self.counts: Counter = Counter()  # templates_truncated, ...
 
-    def prepare(self, templates) -> None:
-        """Use `templates` (a `graphprompt.templates.GraphTemplates`)."""
-        self.templates = templates
+    def prepare(self, templates, key=None) -> None:
+        """Use `templates` (a `graphprompt.templates.GraphTemplates`), built from
+        `key` (any hashable naming their sources; a new key means rebuild)."""
+        self.templates, self.templates_key = templates, key
 
     def similarity(self, scores: torch.Tensor) -> torch.Tensor:
         """log Q of eq. 2 (BatchNorm over every score of the batch) or scores / temperature."""

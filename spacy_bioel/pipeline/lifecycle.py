@@ -128,12 +128,11 @@ def graph_loss(linker: "BioELLinker"):
             what="FGSM", why="its perturbed names have no [MASK] token to pool",
             fix="Set [components.bioel_linker.fgsm] to null."))
     key = (id(linker.kb), id(linker.index.names), len(linker.train_mentions))
-    if loss.templates is None or getattr(loss, "templates_key", None) != key:
-        loss.templates_key = key
+    if loss.templates is None or loss.templates_key != key:
         pairs = [(span_of_input(text), cid) for text, cid in linker.train_mentions]
         loss.prepare(GraphTemplates(linker.kb, linker.index.names.concept_ids, pairs,
                                     linker.model.attrs["tokenizer"].mask_token,
-                                    loss.synonym_rate, loss.max_words))
+                                    loss.synonym_rate, loss.max_words), key)
     return loss
 
 
@@ -157,4 +156,5 @@ def after_step(linker: "BioELLinker") -> None:
         linker.refresh()
 
 
-__all__ = ["TrainingState", "refresh", "datastore_mentions", "build_datastore", "update", "graph_loss", "after_step"]
+__all__ = ["TrainingState", "refresh", "datastore_mentions", "build_datastore", "update",
+           "graph_loss", "after_step"]

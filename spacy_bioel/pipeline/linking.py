@@ -132,9 +132,20 @@ def decision_keys(linker: "BioELLinker", spans: Sequence[Entity], forms: Dict[Sp
     keyed = linker.runtime.cache_keys(linker.model, texts + [f for f in longs if f is not None])
     long_keys = iter(keyed[len(texts):])
     filtered = linker.type_filter is not None
+    held_out = held_out_keys(spans)
     return [(text, next(long_keys) if long_form is not None else None,
-             ent.label_ if filtered else "", held_out_key(ent.doc))
-            for text, long_form, (_, ent) in zip(keyed, longs, spans)]
+             ent.label_ if filtered else "", held_out[i])
+            for text, long_form, (i, ent) in zip(keyed, longs, spans)]
+
+
+def held_out_keys(spans: Sequence[Entity]) -> Dict[int, Optional[int]]:
+    """Doc index -> the document key its entities' kNN search leaves out
+    (`held_out_key`), computed once per document."""
+    out: Dict[int, Optional[int]] = {}
+    for i, ent in spans:
+        if i not in out:
+            out[i] = held_out_key(ent.doc)
+    return out
 
 
 def encode_mentions(linker: "BioELLinker", texts: List[str], cache: Optional[LinkCache]
@@ -176,9 +187,11 @@ def retrieve_spans(linker: "BioELLinker", spans: List[Entity], forms: Dict[SpanK
     ranker, datastore = linker.ranker, linker.datastore
     knn_k = knn_k or (ranker.knn_k if ranker.use_knn else 0)  # kNN off: no search
     use_knn = datastore is not None and len(datastore) and knn_k
-    held_out = [held_out_key(spans[j][1].doc) for j in owner] if use_knn else []
-    neighbours = datastore.search(queries, knn_k, held_out if any(k is not None for k in held_out)
-                                  else None) if use_knn else [[] for _ in texts]
+    if use_knn:
+        held_out = held_out_keys(spans)
+        neighbours = datastore.search(queries, knn_k, [held_out[spans[j][0]] for j in owner])
+    else:
+        neighbours = [[] for _ in texts]
     ids, concept_index = linker.index.names.concept_ids, linker.concept_index
     for j, (rows, near) in enumerate(zip(found, neighbours)):
         mask = masks[j] if masks is not None else None
@@ -189,4 +202,5 @@ def retrieve_spans(linker: "BioELLinker", spans: List[Entity], forms: Dict[SpanK
     return out
 
 
-__all__ = ["call_cache", "predict", "retrieve", "retrieve_spans", "encode_mentions", "decision_keys"]
+__all__ = ["call_cache", "predict", "retrieve", "retrieve_spans", "encode_mentions", "decision_keys",
+           "held_out_keys"]

@@ -46,16 +46,28 @@ def graph_step(model, loss_fn, batch: MentionBatch, index: NameIndex,
                 parts += [code] * len(masked)
     output, backprop = model.begin_update((segments, "segments"))
     queries = xp2torch(output, requires_grad=True)
+    entities, owners = _entities(loss_fn, index, queries.device)
     device = queries.device
-    entities = torch.from_numpy(np.asarray(index.vectors(np.arange(len(names))),
-                                           dtype=np.float32)).to(device)
-    owners = torch.from_numpy(names.owners).to(device)
     loss, terms = loss_fn(queries, torch.tensor(targets, device=device),
                           torch.tensor(parts, device=device), entities, owners)
     loss.backward()
     loss_fn.step()
     backprop(torch2xp(queries.grad))
     return float(loss.detach()), terms
+
+
+def _entities(loss_fn, index: NameIndex, device):
+    """sg(x_v') of every name row and the concept owning each row, as tensors on
+    `device`: built once per name-index refresh (the store is replaced then),
+    not at every step."""
+    import torch
+
+    cached = loss_fn.entities
+    if cached is None or cached[0] is not index.store or cached[1].device != device:
+        matrix = torch.from_numpy(index.vectors(slice(None))).to(device)
+        cached = (index.store, matrix, torch.from_numpy(index.names.owners).to(device))
+        loss_fn.entities = cached
+    return cached[1], cached[2]
 
 
 def _fitting(model, sampled: list, loss_fn) -> list:
