@@ -243,6 +243,11 @@ class Errors(metaclass=ErrorsWithCodes):
     E191 = ("The bi-encoder's prompt template '{template}' must contain {{text}} once and "
             "{{mask}} once (e.g. \"{{mask}} is identical with {{text}}\", GraphPrompt's T0).")
     E192 = ("{what} is not supported together with GraphPrompt ({why}). {fix}")
+    E193 = ("Component '{name}' trains on seen-concept candidates (train_candidates = "
+            "\"seen\") but does not know which concepts its training data covers: it was not "
+            "initialized on the training corpus. Initialize it (spacy train does so unless the "
+            "component is sourced; then list it in [initialize.components] or use "
+            "train_candidates = \"all\").")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

@@ -13,7 +13,7 @@ concept" option when the training data has NIL mentions.
 
 import logging
 from collections import Counter
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 from spacy.language import Language
@@ -31,7 +31,8 @@ from ..pipeline.extensions import install_extensions
 from . import serialize
 from .decisions import decide, gated, no_candidates
 from .inputs import CandidateTexts, query_text
-from .training_lists import NIL_MARKERS, Pair, TrainingLists, build_training_lists
+from .training_lists import (NIL_MARKERS, Pair, TrainingLists, build_training_lists,
+                             seen_concepts)
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +42,8 @@ class BioELReranker(TrainablePipe):
 
     Settings (cfg): top_k candidates read, train_top_k of them trained on
     (each training pair costs a forward and backward pass), train_linker_weight
-    (w in the training loss on s + w log p_upstream), context_window tokens each side of
+    (w in the training loss on s + w log p_upstream), train_candidates ("all",
+    or "seen": only concepts with a training mention), context_window tokens each side of
     the mention (within its sentence), n_synonyms and definition_chars of the
     candidate text, learn_nil (a "no concept" option, used when the training
     data has NIL mentions), nil_text (that option's candidate text),
@@ -52,7 +54,8 @@ class BioELReranker(TrainablePipe):
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "bioel_reranker", *,
                  top_k: int = 16, train_top_k: Optional[int] = 8,
-                 train_linker_weight: float = 0.0, context_window: int = 16, n_synonyms: int = 3,
+                 train_linker_weight: float = 0.0, train_candidates: str = "all",
+                 context_window: int = 16, n_synonyms: int = 3,
                  definition_chars: int = 120, learn_nil: bool = True,
                  nil_text: str = "none of these concepts", nil_threshold: Optional[float] = None,
                  gate: Optional[float] = None, linker_weight: float = 0.0,
@@ -62,6 +65,7 @@ class BioELReranker(TrainablePipe):
         self.cfg: Dict[str, Any] = {**(attrs or {}), "kb_from": kb_from, "nil_option": False}
         for key, value in (("top_k", top_k), ("train_top_k", train_top_k),
                            ("train_linker_weight", train_linker_weight),
+                           ("train_candidates", train_candidates),
                            ("context_window", context_window),
                            ("n_synonyms", n_synonyms), ("definition_chars", definition_chars),
                            ("learn_nil", learn_nil), ("nil_text", nil_text),
@@ -72,6 +76,7 @@ class BioELReranker(TrainablePipe):
         self.kb: Optional[KnowledgeBase] = None
         self.texts: Optional[CandidateTexts] = None
         self.counts: Counter = Counter()  # entities by what happened to them
+        self.seen: Optional[Set[str]] = None  # concepts with a training mention (initialize)
 
     # ------------------------------------------------------------------ setup
     def set_kb(self, kb: KnowledgeBase) -> None:
@@ -101,9 +106,11 @@ class BioELReranker(TrainablePipe):
             raise BioELError(Errors.E186.format(name=self.name))
         self.model.initialize(X=[("mention", "concept")])
         n_nil = sum(ent.kb_id_ in NIL_MARKERS for eg in get_examples() for ent in eg.reference.ents)
+        self.seen = seen_concepts(self.kb, get_examples())
         self.cfg["nil_option"] = bool(self.cfg["learn_nil"] and n_nil)
-        logger.info("%s: %d NIL training mention(s); learned 'no concept' option %s", self.name,
-                    n_nil, "on" if self.cfg["nil_option"] else "off")
+        logger.info("%s: %d NIL training mention(s); learned 'no concept' option %s; %d seen "
+                    "concept(s)", self.name, n_nil, "on" if self.cfg["nil_option"] else "off",
+                    len(self.seen))
 
     # ------------------------------------------------------------------ pairs
     def pairs_for(self, ent: Span, candidates: Sequence[Tuple[str, float]]) -> List[Pair]:

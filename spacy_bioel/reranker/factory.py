@@ -26,6 +26,7 @@ DEFAULT_CONFIG = {
     "top_k": 16,
     "train_top_k": 8,
     "train_linker_weight": 0.0,
+    "train_candidates": "all",
     "context_window": 16,
     "n_synonyms": 3,
     "definition_chars": 120,
@@ -45,7 +46,7 @@ DEFAULT_CONFIG = {
                   default_score_weights=SCORE_WEIGHTS)
 def make_bioel_reranker(nlp: Language, name: str, model: Model, top_k: int,
                         train_top_k: Optional[int], train_linker_weight: float,
-                        context_window: int,
+                        train_candidates: str, context_window: int,
                         n_synonyms: int, definition_chars: int, learn_nil: bool, nil_text: str,
                         nil_threshold: Optional[float], gate: Optional[float],
                         linker_weight: float, kb_from: str, batch_size: int, kb_ents_attr: str,
@@ -61,6 +62,9 @@ def make_bioel_reranker(nlp: Language, name: str, model: Model, top_k: int,
     train_linker_weight: w in the training loss on s + w * log p_upstream: with
         w > 0 the cross-encoder learns a correction of the linker's ranking
         (then predict with linker_weight = w, or tune it on dev).
+    train_candidates: "all" trains on the upstream top candidates; "seen" on
+        those whose concept has a training mention (the gold always does), so
+        that having been seen in training cannot tell the gold from a negative.
     context_window: tokens of the sentence each side of the marked mention.
     n_synonyms, definition_chars: what the candidate text holds beside its
         canonical name (0 leaves them out).
@@ -79,7 +83,7 @@ def make_bioel_reranker(nlp: Language, name: str, model: Model, top_k: int,
     install_fork_handler()
     return BioELReranker(nlp.vocab, model, name, top_k=top_k, train_top_k=train_top_k,
                          train_linker_weight=train_linker_weight,
-                         context_window=context_window,
+                         train_candidates=train_candidates, context_window=context_window,
                          n_synonyms=n_synonyms, definition_chars=definition_chars,
                          learn_nil=learn_nil, nil_text=nil_text, nil_threshold=nil_threshold,
                          gate=gate, linker_weight=linker_weight, kb_from=kb_from,

@@ -21,12 +21,13 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..pipeline.integrity import damaged, verify_manifest, write_manifest
 from ..pipeline.serialize import pack_folder, unpack_folder
 from ..pipeline.weights import build_module, load_weights
-from ..validation import as_bool, as_float, as_int
+from ..validation import as_bool, as_choice, as_float, as_int
 
 if TYPE_CHECKING:
     from .component import BioELReranker
 
 FORMAT_VERSION = 1
+TRAIN_CANDIDATES = ("all", "seen")
 
 
 def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -47,6 +48,7 @@ SETTINGS: Dict[str, Callable[[Any], Any]] = {
     "top_k": lambda v: as_int("top_k", v, 1),
     "train_top_k": _optional(lambda v: as_int("train_top_k", v, 1)),
     "train_linker_weight": lambda v: as_float("train_linker_weight", v, 0.0),
+    "train_candidates": lambda v: as_choice("train_candidates", v, TRAIN_CANDIDATES),
     "context_window": lambda v: as_int("context_window", v, 0),
     "n_synonyms": lambda v: as_int("n_synonyms", v, 0),
     "definition_chars": lambda v: as_int("definition_chars", v, 0),

@@ -6,16 +6,23 @@ Only the first `train_top_k` candidates are read (each pair costs a forward and
 backward pass); when retrieval missed the gold, it replaces the last of them
 with the lowest upstream score kept; a NIL mention's target is the "no
 concept" option. Mentions skipped are counted in the reranker's `counts`.
+
+With `train_candidates = "seen"` the list keeps only candidates whose concept
+has a training mention (read from the top_k upstream candidates). The gold of a
+training mention is always such a concept, so with every candidate trained on
+"all" the cross-encoder can learn that a concept seen in training tends to be
+the gold, which ranks seen concepts above the right unseen one at test time.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, NamedTuple, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import numpy as np
 from spacy.training import Example
 
+from ..errors import BioELError, Errors
 from ..kb.ids import split_gold_ids
-from ..kb.knowledge_base import NIL
+from ..kb.knowledge_base import NIL, KnowledgeBase
 from .decisions import log_upstream
 
 if TYPE_CHECKING:
@@ -44,6 +51,9 @@ def build_training_lists(reranker: "BioELReranker", examples: Sequence[Example])
     priors: List[np.ndarray] = []
     unannotated = 0
     extra = int(reranker.cfg["nil_option"])
+    seen_only = reranker.cfg["train_candidates"] == "seen"
+    if seen_only and reranker.seen is None:
+        raise BioELError(Errors.E193.format(name=reranker.name))
     for eg in examples:
         predicted = {(e.start_char, e.end_char): e for e in eg.predicted.ents}
         for gold in eg.reference.ents:
@@ -54,6 +64,10 @@ def build_training_lists(reranker: "BioELReranker", examples: Sequence[Example])
             if candidates is None:
                 unannotated += 1
                 continue
+            if seen_only:
+                kept = [c for c in candidates if reranker.kb.resolve(c[0]) in reranker.seen]
+                reranker.counts["train_unseen_dropped"] += len(candidates) - len(kept)
+                candidates = kept
             target = gold_target(reranker, gold.kb_id_, candidates[:reranker.train_k])
             if target is None:
                 continue
@@ -66,6 +80,12 @@ def build_training_lists(reranker: "BioELReranker", examples: Sequence[Example])
             priors.append(np.append(log_upstream(candidates), np.zeros(extra)))
     return TrainingLists(pairs, groups, np.concatenate(priors) if priors else np.zeros(0),
                          unannotated)
+
+
+def seen_concepts(kb: KnowledgeBase, examples: Iterable[Example]) -> Set[str]:
+    """The KB concepts (resolved ids) that a gold mention of `examples` names."""
+    return {p for eg in examples for ent in eg.reference.ents if ent.kb_id_ not in NIL_MARKERS
+            for p in (kb.resolve(i) for i in split_gold_ids(ent.kb_id_)) if p}
 
 
 def gold_target(reranker: "BioELReranker", gold_field: str, candidates: Candidates
@@ -90,4 +110,5 @@ def gold_target(reranker: "BioELReranker", gold_field: str, candidates: Candidat
     return kept + [(gold_ids[0], lowest)], len(kept)
 
 
-__all__ = ["TrainingLists", "build_training_lists", "gold_target", "NIL_MARKERS"]
+__all__ = ["TrainingLists", "build_training_lists", "gold_target", "seen_concepts",
+           "NIL_MARKERS"]

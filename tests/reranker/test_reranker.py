@@ -191,6 +191,38 @@ def test_training_reads_train_top_k_candidates_and_inserts_a_missing_gold(tiny_b
     assert err.value.code == "E175"
 
 
+def test_seen_training_candidates_leave_out_concepts_without_a_training_mention(tiny_bert_dir):
+    def kb_with_unseen():
+        kb = toy_kb()
+        kb.add(Concept("D4", "colon polyp", ("polyp of the colon",)))
+        return kb
+
+    nlp = make_nlp(tiny_bert_dir, train_top_k=None, learn_nil=False)
+    reranker = nlp.get_pipe("bioel_reranker")
+    egs = []
+    for t, s in TRAIN[:1]:
+        doc = gold_spans_doc(nlp, make_doc(nlp, t, s))
+        for ent in doc.ents:  # the unseen D4 first, the gold D1 / D2 below it
+            ent._.kb_ents = [("D4", 0.6)] + list(UPSTREAM)
+        egs.append(Example(doc, make_doc(nlp, t, s)))
+    reranker.set_kb(kb_with_unseen())
+    reranker.set_option("train_candidates", "seen")
+    with pytest.raises(BioELError) as err:  # never initialized: the seen concepts are unknown
+        reranker.training_lists(egs)
+    assert err.value.code == "E193"
+    reranker.initialize(lambda: examples(nlp), nlp=nlp, kb_loader=kb_with_unseen)
+    assert reranker.seen == {"D1", "D2", "D3"}  # NIL is not a concept
+    texts = {name: [p[1].split(" ;")[0] for p in reranker.training_lists(egs).pairs]
+             for name in ("all", "seen") if reranker.set_option("train_candidates", name) is None}
+    assert texts["all"] == ["colon polyp", "asthma", "myocardial infarction",
+                            "colorectal carcinoma"] * 2
+    assert texts["seen"] == ["asthma", "myocardial infarction", "colorectal carcinoma"] * 2
+    assert reranker.counts["train_unseen_dropped"] == 2
+    with pytest.raises(BioELError) as err:
+        reranker.set_option("train_candidates", "unseen")
+    assert err.value.code == "E175"
+
+
 def test_train_linker_weight_adds_the_upstream_log_scores_to_the_training_logits(tiny_bert_dir):
     from spacy_bioel.losses.listwise import listwise_softmax_loss
 
