@@ -1,6 +1,7 @@
 """`evaluate LINKER DATA.spacy --kb KB`: the one evaluation harness."""
 from __future__ import annotations
 
+import json
 import logging
 import time
 from pathlib import Path
@@ -15,8 +16,6 @@ logger = logging.getLogger(__name__)
 
 def parse_settings(settings: List[str]) -> dict:
     """KEY=VALUE strings -> dict with JSON-parsed values ('false' -> False, '0.1' -> 0.1)."""
-    import json
-
     from ..errors import BioELError, Errors
 
     out = {}
@@ -30,6 +29,27 @@ def parse_settings(settings: List[str]) -> dict:
         except json.JSONDecodeError:
             out[key.strip()] = value
     return out
+
+
+TUNED_KEYS = ("linker_weight", "gate", "nil_threshold")
+
+
+def tuned_settings(path: Path, row: str) -> dict:
+    """The reranker settings of one row ('best' or 'best_ungated') of a
+    `tune-reranker` JSON, as reranker.OPTION overrides (E175 when absent)."""
+    import srsly
+
+    from ..errors import BioELError, Errors
+
+    try:
+        chosen = srsly.read_json(path).get(row)
+    except (ValueError, OSError, AttributeError) as err:
+        raise BioELError(Errors.E175.format(name="--tuned", value=str(path),
+                                            expected=f"a tune-reranker JSON ({err})"))
+    if not isinstance(chosen, dict) or not all(key in chosen for key in TUNED_KEYS):
+        raise BioELError(Errors.E175.format(name="--tuned-row", value=f"{row!r} in {path}",
+                                            expected="'best' or 'best_ungated' of tune-reranker"))
+    return {f"reranker.{key}": chosen[key] for key in TUNED_KEYS}
 
 
 @app.command("evaluate")
@@ -46,6 +66,8 @@ def evaluate(
     label: str = typer.Option("", "--label", help="Linker label for tables (default: the linker name)"),
     kb_ents_attr: str = typer.Option("kb_ents", "--kb-ents-attr", help="Span extension a pipeline writes"),
     settings: List[str] = typer.Option([], "--set", help="bioel_linker stage parameter STAGE.PARAM=VALUE (e.g. ranker.use_knn=false, nil.threshold=0.4), repeatable"),
+    tuned: Path = typer.Option(None, "--tuned", help="A tune-reranker JSON: evaluate with the reranker settings of its --tuned-row (before any --set)"),
+    tuned_row: str = typer.Option("best", "--tuned-row", help="best (as tuned) | best_ungated (the best setting that reranks every mention)"),
     held_out_knn: bool = typer.Option(False, "--held-out-knn", help="Leave each document's own mentions out of the kNN datastore (how the linker does on its own training documents as if unseen: the reranker's training candidates)"),
     n_errors: int = typer.Option(0, "--errors", help="List this many most frequent errors in the .md (the JSON always has 20)"),
     word_weight: float = typer.Option(0.25, "--word-weight", help="tfidf: weight of word unigrams (0.25: chosen on NCBI and BC5CDR dev, see README)"),
@@ -88,7 +110,9 @@ def evaluate(
         records = run_generator(generator, docs, k)
     elif Path(linker).is_dir():
         build_seconds = 0.0
-        parsed = parse_settings(settings)
+        parsed = {**(tuned_settings(tuned, tuned_row) if tuned else {}),
+                  **parse_settings(settings)}
+        settings = [f"{key}={json.dumps(value)}" for key, value in parsed.items()]
         use_knn = parsed.get("ranker.use_knn", parsed.get("use_knn", True))
         dictionary = "kb + kNN datastore" if use_knn else "kb (model only)"
         records, reranking = link_records(load_pipeline(Path(linker)), docs, kb_ents_attr,

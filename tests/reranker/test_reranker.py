@@ -360,6 +360,24 @@ def test_evaluate_and_benchmark_report_the_reranker(trained, tmp_path):
     assert report["reranker"]["candidate_recall@16"] == 1.0
     assert report["reranker"]["share_reranked"] == 1.0
     assert "recall@16 100.0 (its ceiling)" in (tmp_path / "m.md").read_text()
+    srsly.write_json(tmp_path / "tuning.json", {  # a tune-reranker output: gated off vs ungated
+        "best": {"linker_weight": 0.0, "gate": 0.0, "nil_threshold": None},
+        "best_ungated": {"linker_weight": 0.25, "gate": None, "nil_threshold": None}})
+    shares = {}
+    for row, extra in (("best", []), ("best_ungated", []), ("best", ["--set", "reranker.gate=null"])):
+        result = runner.invoke(app, ["evaluate", str(tmp_path / "pipe"), str(tmp_path / "test.spacy"),
+                                     "--kb", str(tmp_path / "kb.bioelkb"), "--bootstrap", "10",
+                                     "--tuned", str(tmp_path / "tuning.json"), "--tuned-row", row,
+                                     *extra, "--output", str(tmp_path / "t.json")])
+        assert result.exit_code == 0, result.output
+        report = srsly.read_json(tmp_path / "t.json")
+        shares[(row, bool(extra))] = report["reranker"]["share_reranked"]
+    assert shares == {("best", False): 0.0, ("best_ungated", False): 1.0, ("best", True): 1.0}
+    assert "reranker.gate=null" in report["meta"]["settings"]  # --set wins over --tuned
+    bad = runner.invoke(app, ["evaluate", str(tmp_path / "pipe"), str(tmp_path / "test.spacy"),
+                              "--kb", str(tmp_path / "kb.bioelkb"), "--tuned",
+                              str(tmp_path / "tuning.json"), "--tuned-row", "worst"])
+    assert bad.exit_code == 1 and "E175" in str(bad.exception)
     result = runner.invoke(app, ["benchmark", str(tmp_path / "pipe"), str(tmp_path / "test.spacy"),
                                  "--output", str(tmp_path / "b.json"), "--set", "reranker.gate=0.1"])
     assert result.exit_code == 0, result.output
