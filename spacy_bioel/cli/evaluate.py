@@ -121,7 +121,7 @@ def evaluate(
         raise BioELError(Errors.E101.format(linker=linker, options=", ".join(BASELINES)))
     seconds = time.perf_counter() - start
     annotate_subsets(records, kb, train_docs)
-    report = evaluate_records(records, recall_k=k, n_bootstrap=n_bootstrap)
+    report = evaluate_records(records, recall_k=k, n_bootstrap=n_bootstrap, kb=kb)
     report["meta"] = {
         "linker": label or (Path(linker).name if Path(linker).is_dir() else linker),
         "data": str(data), "dataset": dataset or data.stem, "kb": str(kb_path),

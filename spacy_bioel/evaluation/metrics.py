@@ -1,6 +1,6 @@
 """Linking metrics: Acc@k, recall@k, MAP, seen / unseen / refined / per-type
 subsets, NIL precision / recall / F1 / average precision, bootstrap intervals
-and the failure-stage count.
+and the failure-stage and error-kind counts.
 
 Conventions:
 * Acc@k, recall@k and MAP are over linkable mentions (gold not NIL). A
@@ -21,7 +21,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..kb.knowledge_base import NIL
+from ..kb.knowledge_base import NIL, KnowledgeBase
+from .error_kinds import error_kinds
 from .records import MentionRecord
 
 DEFAULT_KS = (1, 5, 10)
@@ -145,12 +146,13 @@ def average_precision(gold: np.ndarray, scores: np.ndarray) -> float:
 
 def evaluate_records(records: Sequence[MentionRecord], ks: Sequence[int] = DEFAULT_KS,
                      recall_k: int = DEFAULT_RECALL_K, n_bootstrap: int = 1000,
-                     seed: int = 0) -> Dict[str, object]:
+                     seed: int = 0, kb: Optional[KnowledgeBase] = None) -> Dict[str, object]:
     """The full report: overall metrics, subsets, per type, NIL and failure stages.
 
     RETURNS (Dict[str, object]): keys 'n', 'acc@1', ..., 'ci95', 'refined',
-        'seen', 'unseen', 'by_type', 'failure_stages', 'n_total', 'nil' (only
-        when gold NIL exists).
+        'seen', 'unseen', 'by_type', 'failure_stages', 'frequent_errors',
+        'error_kinds' (`error_kinds`; its hierarchy table needs `kb`), 'n_total',
+        'nil' (only when gold NIL exists).
     """
     args = dict(ks=ks, recall_k=recall_k, n_bootstrap=n_bootstrap, seed=seed)
     report: Dict[str, object] = {"n_total": len(records)}
@@ -167,6 +169,7 @@ def evaluate_records(records: Sequence[MentionRecord], ks: Sequence[int] = DEFAU
                          for label, group in sorted(by_type.items())}
     report["failure_stages"] = failure_stages(records)
     report["frequent_errors"] = frequent_errors(records)
+    report["error_kinds"] = error_kinds(records, kb)
     if any(r.is_nil for r in records):
         report["nil"] = nil_metrics(records)
     return report

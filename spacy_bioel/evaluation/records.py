@@ -21,6 +21,8 @@ class MentionRecord:
     scores (List[float]): Scores aligned with `candidates`.
     predicted (str): The linker's answer (a concept id or 'NIL').
     nil_score (Optional[float]): Higher = more likely NIL (for NIL average precision).
+    seen / predicted_seen (Optional[bool]): The gold / the top candidate is a
+        concept of a training mention (set by `annotate_subsets`).
     """
 
     text: str
@@ -32,6 +34,7 @@ class MentionRecord:
     predicted: str = NIL
     nil_score: Optional[float] = None
     seen: Optional[bool] = None
+    predicted_seen: Optional[bool] = None
     refined: Optional[bool] = None
     gold_in_kb: bool = True
 
@@ -65,7 +68,9 @@ def annotate_subsets(records: Sequence[MentionRecord], kb: Optional[KnowledgeBas
                      ) -> None:
     """Mark each record's `seen`, `refined` and `gold_in_kb` in place.
 
-    seen: a gold id is a gold id of a mention in `seen_docs` (default: train_docs).
+    seen: a gold id is a gold id of a mention in `seen_docs` (default: train_docs);
+        predicted_seen likewise for the top candidate (read at call time: call
+        it after linking).
     refined: the normalised mention text is neither a mention string of
         `train_docs` (train and dev) nor a KB name (Tutubalina et al. 2020).
     """
@@ -79,10 +84,14 @@ def annotate_subsets(records: Sequence[MentionRecord], kb: Optional[KnowledgeBas
             train_strings.add(normalize_text(ent.text))
     kb_names = set(kb.alias_index) if kb is not None else set()
     have_train = bool(train_docs) or bool(seen_docs)
+    resolved = {kb.resolve(i) or i for i in train_ids} if kb is not None else train_ids
     for record in records:
         key = normalize_text(record.text)
         if have_train:
             record.seen = any(g in train_ids for g in record.gold)
+            top = record.candidates[0] if record.candidates else record.predicted
+            record.predicted_seen = bool(top) and top != NIL and (
+                top in train_ids or (kb is not None and (kb.resolve(top) or top) in resolved))
             record.refined = key not in train_strings and key not in kb_names
         elif kb is not None:
             record.refined = key not in kb_names

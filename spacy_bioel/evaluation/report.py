@@ -41,6 +41,9 @@ def metrics_table(report: Dict, title: Optional[str] = None) -> str:
     stages = report.get("failure_stages")
     if stages:
         lines += ["", "Failure stages: " + ", ".join(f"{k} {v}" for k, v in stages.items())]
+    for name, counts in (report.get("error_kinds") or {}).items():
+        if counts:
+            lines += ["", f"Errors by {name}: " + ", ".join(f"{k} {v}" for k, v in counts.items())]
     nil = report.get("nil")
     if nil:
         lines += ["", f"NIL: gold {nil['n_gold_nil']}, predicted {nil['n_pred_nil']}, "

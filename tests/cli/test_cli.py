@@ -175,7 +175,8 @@ def test_stats(workdir, kb_path, train_path, test_path, tmp_path):
 
 # -- evaluate: baselines -----------------------------------------------------
 REPORT_KEYS = {"n", "n_total", "acc@1", "acc@5", "acc@10", "recall@64", "map", "ci95",
-               "refined", "seen", "unseen", "by_type", "failure_stages", "nil", "meta"}
+               "refined", "seen", "unseen", "by_type", "failure_stages", "nil", "meta",
+               "frequent_errors", "error_kinds"}
 
 
 def test_evaluate_exact(kb_path, train_path, test_path, tmp_path):

@@ -202,6 +202,41 @@ def test_frequent_errors_group_and_count_wrong_answers():
     assert evaluate_records(records, n_bootstrap=0)["frequent_errors"] == errors
 
 
+def test_error_kinds_seen_hierarchy_and_mention():
+    from spacy_bioel.evaluation.error_kinds import error_kinds, is_abbreviation
+
+    kb = KnowledgeBase(name="tree")
+    kb.add(Concept("ROOT", "disease"))
+    for cid, name, parent in (("A", "cancer", "ROOT"), ("A1", "colon cancer", "A"),
+                              ("A2", "lung cancer", "A"), ("A11", "colon adenoma", "A1"),
+                              ("B", "asthma", "ROOT"), ("X", "orphan", None)):
+        kb.add(Concept(cid, name, relations=(("is_a", parent),) if parent else ()))
+    nlp = spacy.blank("en")
+    train = nlp.make_doc("colon cancer and asthma")
+    train.ents = [Span(train, 0, 2, "Disease", kb_id="A1"), Span(train, 3, 4, "Disease", kb_id="B")]
+    records = [
+        record(["A1"], ["A", "A1"], text="colon tumour"),   # seen -> wrong unseen; ancestor
+        record(["A1"], ["A11"], text="CRC"),                # seen -> wrong unseen; descendant; abbr.
+        record(["A2"], ["A1"], text="lung ca"),             # unseen -> wrong seen; sibling
+        record(["A2", "X"], ["B"], text="lung asthma"),     # unseen -> wrong seen; unrelated; composite
+        record(["X"], [], text="orphan disease"),           # no candidate: predicted NIL
+        record(["A1"], ["A1"], text="colon cancer"),        # correct: not an error
+        record([], ["B"], predicted=NIL, text="none"),      # gold NIL: not counted
+    ]
+    annotate_subsets(records, kb, [train])
+    kinds = evaluate_records(records, n_bootstrap=0, kb=kb)["error_kinds"]
+    assert kinds["seen"] == {"seen_to_wrong_unseen": 2, "unseen_to_wrong_seen": 2,
+                             "predicted_nil": 1}
+    assert kinds["hierarchy"] == {"ancestor": 1, "descendant": 1, "sibling": 1, "unrelated": 1,
+                                  "predicted_nil": 1}
+    assert kinds["mention"] == {"other": 3, "abbreviation": 1, "composite_gold": 1}
+    assert "Errors by hierarchy: ancestor 1" in metrics_table(evaluate_records(records, kb=kb,
+                                                                                n_bootstrap=0))
+    assert "hierarchy" not in evaluate_records(records, n_bootstrap=0)["error_kinds"]  # no KB
+    assert [is_abbreviation(t) for t in ("CD", "SCA1", "HbS", "cancer", "B cell", "a")] == \
+        [True, True, True, False, False, False]
+
+
 def test_failure_stages_empty():
     assert failure_stages([]) == {"correct": 0, "gold_ranked_too_low": 0,
                                   "gold_not_in_candidates": 0, "gold_not_in_kb": 0}
