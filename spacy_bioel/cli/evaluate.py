@@ -49,7 +49,8 @@ def tuned_settings(path: Path, row: str) -> dict:
     if not isinstance(chosen, dict) or not all(key in chosen for key in TUNED_KEYS):
         raise BioELError(Errors.E175.format(name="--tuned-row", value=f"{row!r} in {path}",
                                             expected="'best' or 'best_ungated' of tune-reranker"))
-    return {f"reranker.{key}": chosen[key] for key in TUNED_KEYS}
+    return {f"reranker.{key}": chosen[key] for key in (*TUNED_KEYS, "use_nil_option")
+            if key in chosen}  # use_nil_option: rows tuned since it exists
 
 
 @app.command("evaluate")

@@ -1,5 +1,6 @@
-"""`tune-reranker`: choose a bioel_reranker's linker weight, margin gate and NIL
-threshold on dev, exactly as it predicts."""
+"""`tune-reranker`: choose a bioel_reranker's linker weight, margin gate, NIL
+threshold and use of its learned "no concept" option on dev, exactly as it
+predicts."""
 from __future__ import annotations
 
 import logging
@@ -51,10 +52,11 @@ def tune_reranker_command(
                            _optional_floats(thresholds) if thresholds else None)
     result["dev"] = str(dev)
     result["dev_docs"] = len(docs)
-    lines = ["| linker_weight | gate | nil_threshold | dev accuracy | reranked |",
-             "|---:|---:|---:|---:|---:|"]
+    lines = ["| linker_weight | gate | nil_threshold | NIL option | dev accuracy | reranked |",
+             "|---:|---:|---:|---|---:|---:|"]
     for row in sorted(result["grid"], key=lambda r: (-r["accuracy"], r["reranked"]))[:15]:
         lines.append(f"| {row['linker_weight']} | {row['gate']} | {row['nil_threshold']} | "
+                     f"{'used' if row['use_nil_option'] else 'ignored'} | "
                      f"{100 * row['accuracy']:.1f} | {100 * row['reranked']:.1f}% |")
     lines.append(f"\nbest: {result['best']}; best ungated: {result['best_ungated']}; "
                  f"the linker alone: {100 * result['linker_accuracy']:.1f}")

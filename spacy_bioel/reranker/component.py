@@ -46,7 +46,8 @@ class BioELReranker(TrainablePipe):
     or "seen": only concepts with a training mention), context_window tokens each side of
     the mention (within its sentence), n_synonyms and definition_chars of the
     candidate text, learn_nil (a "no concept" option, used when the training
-    data has NIL mentions), nil_text (that option's candidate text),
+    data has NIL mentions), use_nil_option (whether that option decides NIL at
+    prediction; tuned on dev), nil_text (that option's candidate text),
     nil_threshold, gate, linker_weight (see `decisions`), kb_from (the
     component whose KB names the candidates), batch_size (pairs per forward
     pass at prediction) and the Span extensions read and written.
@@ -56,7 +57,7 @@ class BioELReranker(TrainablePipe):
                  top_k: int = 16, train_top_k: Optional[int] = 8,
                  train_linker_weight: float = 0.0, train_candidates: str = "all",
                  context_window: int = 16, n_synonyms: int = 3,
-                 definition_chars: int = 120, learn_nil: bool = True,
+                 definition_chars: int = 120, learn_nil: bool = True, use_nil_option: bool = True,
                  nil_text: str = "none of these concepts", nil_threshold: Optional[float] = None,
                  gate: Optional[float] = None, linker_weight: float = 0.0,
                  kb_from: str = "bioel_linker", batch_size: int = 64,
@@ -68,7 +69,8 @@ class BioELReranker(TrainablePipe):
                            ("train_candidates", train_candidates),
                            ("context_window", context_window),
                            ("n_synonyms", n_synonyms), ("definition_chars", definition_chars),
-                           ("learn_nil", learn_nil), ("nil_text", nil_text),
+                           ("learn_nil", learn_nil), ("use_nil_option", use_nil_option),
+                           ("nil_text", nil_text),
                            ("nil_threshold", nil_threshold), ("gate", gate),
                            ("linker_weight", linker_weight), ("batch_size", batch_size)):
             serialize.set_option(self, key, value)
@@ -191,8 +193,10 @@ class BioELReranker(TrainablePipe):
             out.append(row)
         scored = self.score_entities([(ent, candidates) for _, _, ent, candidates in todo])
         for (d, e, ent, candidates), (scores, nil_logit) in zip(todo, scored):
-            out[d][e] = decide(candidates, scores, nil_logit, self.cfg["linker_weight"],
-                               self.cfg["nil_threshold"], self.linker_nil(ent))
+            out[d][e] = decide(candidates, scores,
+                               nil_logit if self.cfg["use_nil_option"] else None,
+                               self.cfg["linker_weight"], self.cfg["nil_threshold"],
+                               self.linker_nil(ent))
         return out
 
     def score_entities(self, items: Sequence[Tuple[Span, List[Tuple[str, float]]]]

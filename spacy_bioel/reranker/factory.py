@@ -31,6 +31,7 @@ DEFAULT_CONFIG = {
     "n_synonyms": 3,
     "definition_chars": 120,
     "learn_nil": True,
+    "use_nil_option": True,
     "nil_text": "none of these concepts",
     "nil_threshold": None,
     "gate": None,
@@ -47,7 +48,8 @@ DEFAULT_CONFIG = {
 def make_bioel_reranker(nlp: Language, name: str, model: Model, top_k: int,
                         train_top_k: Optional[int], train_linker_weight: float,
                         train_candidates: str, context_window: int,
-                        n_synonyms: int, definition_chars: int, learn_nil: bool, nil_text: str,
+                        n_synonyms: int, definition_chars: int, learn_nil: bool,
+                        use_nil_option: bool, nil_text: str,
                         nil_threshold: Optional[float], gate: Optional[float],
                         linker_weight: float, kb_from: str, batch_size: int, kb_ents_attr: str,
                         is_nil_attr: str, nil_score_attr: str, similarity_attr: str,
@@ -70,6 +72,8 @@ def make_bioel_reranker(nlp: Language, name: str, model: Model, top_k: int,
         canonical name (0 leaves them out).
     learn_nil: learn a "no concept" option (`nil_text`) when the training data
         has NIL mentions.
+    use_nil_option: let the learned option decide NIL at prediction (false:
+        the threshold, else the linker's NIL decision, decides; tuned on dev).
     nil_threshold: NIL when 1 - P(best concept) exceeds it (tuned on dev; null: none).
     gate: rerank only entities whose upstream top-2 score margin is below it
         (tuned on dev; null: every entity).
@@ -85,7 +89,7 @@ def make_bioel_reranker(nlp: Language, name: str, model: Model, top_k: int,
                          train_linker_weight=train_linker_weight,
                          train_candidates=train_candidates, context_window=context_window,
                          n_synonyms=n_synonyms, definition_chars=definition_chars,
-                         learn_nil=learn_nil, nil_text=nil_text, nil_threshold=nil_threshold,
+                         learn_nil=learn_nil, use_nil_option=use_nil_option, nil_text=nil_text, nil_threshold=nil_threshold,
                          gate=gate, linker_weight=linker_weight, kb_from=kb_from,
                          batch_size=batch_size,
                          attrs={"kb_ents_attr": kb_ents_attr, "is_nil_attr": is_nil_attr,

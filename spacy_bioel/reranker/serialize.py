@@ -53,6 +53,7 @@ SETTINGS: Dict[str, Callable[[Any], Any]] = {
     "n_synonyms": lambda v: as_int("n_synonyms", v, 0),
     "definition_chars": lambda v: as_int("definition_chars", v, 0),
     "learn_nil": lambda v: as_bool("learn_nil", v),
+    "use_nil_option": lambda v: as_bool("use_nil_option", v),
     "nil_text": _text("nil_text"),
     "nil_threshold": _optional(lambda v: as_float("nil_threshold", v, 0.0, 1.0)),
     "gate": _optional(lambda v: as_float("gate", v)),

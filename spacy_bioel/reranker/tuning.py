@@ -1,6 +1,7 @@
 """Tune a reranker on dev exactly as it predicts (`decisions.decide` and
-`decisions.gated`): the weight of the linker's score, the margin gate and the
-NIL threshold. The upstream components run once and every entity's pairs are
+`decisions.gated`): the weight of the linker's score, the margin gate, the
+NIL threshold and, when a "no concept" option was learned, whether it decides
+NIL (`use_nil_option`; else the threshold or the linker's own NIL decision). The upstream components run once and every entity's pairs are
 scored once; the grid replays the decisions from those scores.
 
 Selection: the highest dev accuracy (a gold NIL mention is right when it is
@@ -69,23 +70,23 @@ def collect(nlp: Language, reranker: BioELReranker, docs: Sequence[Doc]) -> List
 
 
 def _predicted(entity: DevEntity, weight: float, gate: Optional[float],
-               threshold: Optional[float]) -> Tuple[str, bool]:
+               threshold: Optional[float], use_option: bool = True) -> Tuple[str, bool]:
     """(predicted id or NIL, whether the entity was reranked)."""
     if not entity.candidates:
         return NIL, False
     if gated(entity.candidates, gate):
         return entity.linker_id or entity.candidates[0][0], False
-    result = decide(entity.candidates, entity.scores, entity.nil_logit, weight, threshold,
-                    entity.linker_nil)
+    result = decide(entity.candidates, entity.scores, entity.nil_logit if use_option else None,
+                    weight, threshold, entity.linker_nil)
     return (NIL if result["is_nil"] else result["candidates"][0][0]), True
 
 
 def accuracy(entities: Sequence[DevEntity], weight: float, gate: Optional[float],
-             threshold: Optional[float], resolve) -> Dict[str, float]:
+             threshold: Optional[float], resolve, use_option: bool = True) -> Dict[str, float]:
     """Dev accuracy and the share of entities reranked under one setting."""
     right = reranked = 0
     for entity in entities:
-        predicted, was_reranked = _predicted(entity, weight, gate, threshold)
+        predicted, was_reranked = _predicted(entity, weight, gate, threshold, use_option)
         reranked += was_reranked
         if entity.gold_nil:
             right += predicted == NIL
@@ -100,7 +101,8 @@ def tune_reranker(nlp: Language, reranker: BioELReranker, docs: Sequence[Doc],
                   gates: Sequence[Optional[float]] = DEFAULT_GATES,
                   thresholds: Optional[Sequence[Optional[float]]] = None,
                   tolerance: float = 0.001) -> Dict[str, Any]:
-    """Grid-search linker_weight x gate x nil_threshold on dev and set the best
+    """Grid-search linker_weight x gate x nil_threshold (x use_nil_option when a
+    "no concept" option was learned) on dev and set the best
     on the reranker. Thresholds default to none, plus a grid when dev has gold
     NIL mentions. RETURNS: {'grid': rows, 'best': row, 'best_ungated': row,
     'linker_accuracy': the upstream decisions' accuracy (nothing reranked), 'n': mentions}."""
@@ -108,17 +110,22 @@ def tune_reranker(nlp: Language, reranker: BioELReranker, docs: Sequence[Doc],
     if thresholds is None:
         has_nil = any(e.gold_nil for e in entities)
         thresholds = (None, *DEFAULT_THRESHOLDS) if has_nil else (None,)
+    options = (True, False) if any(e.nil_logit is not None for e in entities) else (True,)
     rows = []
     for weight in weights:
         for gate in gates:
             for threshold in thresholds:
-                row = accuracy(entities, weight, gate, threshold, reranker.kb.resolve)
-                rows.append({"linker_weight": weight, "gate": gate, "nil_threshold": threshold, **row})
+                for use_option in options:
+                    row = accuracy(entities, weight, gate, threshold, reranker.kb.resolve,
+                                   use_option)
+                    rows.append({"linker_weight": weight, "gate": gate,
+                                 "nil_threshold": threshold, "use_nil_option": use_option, **row})
     top = max(r["accuracy"] for r in rows) if rows else 0.0
     near = [r for r in rows if r["accuracy"] >= top - tolerance]
-    best = min(near, key=lambda r: (r["reranked"], r["linker_weight"], -r["accuracy"]))
+    best = min(near, key=lambda r: (r["reranked"], r["linker_weight"], -r["accuracy"],
+                                    not r["use_nil_option"]))
     ungated = max((r for r in rows if r["gate"] is None), key=lambda r: r["accuracy"], default=None)
-    for key in ("linker_weight", "gate", "nil_threshold"):
+    for key in ("linker_weight", "gate", "nil_threshold", "use_nil_option"):
         reranker.set_option(key, best[key])
     linker = accuracy(entities, 0.0, -np.inf, None, reranker.kb.resolve)["accuracy"]  # all gated
     logger.info("%s tuned on %d dev mentions: %s (the linker's own decisions: %.4f)",

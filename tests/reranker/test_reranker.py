@@ -278,7 +278,10 @@ def test_tuning_replays_the_decisions_and_sets_the_best(trained):
         assert result["linker_accuracy"] == gated_row["accuracy"]  # nothing reranked
         assert accuracy(entities, 0.0, 0.0, None, reranker.kb.resolve) == {
             "accuracy": result["linker_accuracy"], "reranked": 0.0}  # gate 0: the linker alone
-        assert len(result["grid"]) == 6 and result["n"] == 6
+        assert len(result["grid"]) == 12 and result["n"] == 6  # x use_nil_option (learned)
+        # without the learned option the stand-in linker's "not NIL" stands for the NIL mention
+        ignored = accuracy(entities, 0.0, None, None, reranker.kb.resolve, use_option=False)
+        assert ignored["accuracy"] == pytest.approx(5 / 6) and best["use_nil_option"] is True
     finally:
         reranker.set_option("gate", None)
 
@@ -293,8 +296,11 @@ def test_evaluation_overrides_reach_the_reranker(trained):
     try:
         gated_records = run_pipeline(nlp, gold, overrides={"reranker.gate": 0.1})
         assert [r.predicted for r in gated_records] == ["D3"] * 6  # the upstream top candidate
+        no_option = run_pipeline(nlp, gold, overrides={"reranker.use_nil_option": False})
+        assert [r.predicted for r in no_option][3] != "NIL"  # the stand-in linker's decision
     finally:
         nlp.get_pipe("bioel_reranker").set_option("gate", None)
+        nlp.get_pipe("bioel_reranker").set_option("use_nil_option", True)
 
 
 def test_tune_reranker_cli_saves_the_tuned_pipeline(trained, tmp_path):
