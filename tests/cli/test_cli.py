@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 from spacy_bioel.cli import app
 from spacy_bioel.errors import BioELError
 from spacy_bioel.kb import KnowledgeBase
+from spacy_bioel.kb.concept import Concept
+from spacy_bioel.kb import KnowledgeBase
 
 MEDIC_LINES = [
     "D000001|OMIM:100100||Colorectal cancer|CRC|Colon carcinoma",
@@ -198,6 +200,18 @@ def test_evaluate_exact(kb_path, train_path, test_path, tmp_path):
     assert set(report["ci95"]) == {"acc@1", "acc@5", "acc@10", "recall@64", "map"}
     lo, hi = report["ci95"]["acc@1"]
     assert lo <= 0.6 <= hi
+    # the two misses have no candidate; the tiny KB has no is_a, so no hierarchy table
+    assert report["error_kinds"]["seen"] == {"predicted_nil": 2}
+    assert "hierarchy" not in report["error_kinds"]
+    tree = KnowledgeBase(name="tree")
+    tree.add(Concept("D000002", "breast cancer", relations=(("is_a", "D000001"),)))
+    tree.add(Concept("D000001", "cancer"))
+    tree.to_disk(tmp_path / "tree.bioelkb")
+    ok("evaluate", "exact", test_path, "--kb", kb_path, "--train", train_path, "--output",
+       tmp_path / "tree.json", "--bootstrap", "0", "--hierarchy-kb", tmp_path / "tree.bioelkb")
+    tree_report = json.loads((tmp_path / "tree.json").read_text(encoding="utf-8"))
+    assert tree_report["error_kinds"]["hierarchy"] == {"predicted_nil": 2}
+    assert tree_report["meta"]["hierarchy_kb"] == str(tmp_path / "tree.bioelkb")
     # NIL: syndrome X, colon tumours and Mammary tumour answer NIL (no exact name)
     nil = report["nil"]
     assert (nil["n_gold_nil"], nil["n_pred_nil"]) == (1, 3)
