@@ -13,8 +13,8 @@
 - `mention`: abbreviations (a short, mostly upper-case token: "CD", "AAPC") and
   composite gold (several ids for one mention) against the rest.
 
-A linkable mention predicted NIL, or with no candidate, counts as
-`predicted_nil` in every table.
+The wrong answer is the top candidate, as Acc@1 scores it; a linkable mention
+with no candidate at all counts as `predicted_nil` in every table.
 """
 from __future__ import annotations
 
