@@ -1,8 +1,9 @@
 """Tune a reranker on dev exactly as it predicts (`decisions.decide` and
 `decisions.gated`): the weight of the linker's score, the margin gate, the
 NIL threshold and, when a "no concept" option was learned, whether it decides
-NIL (`use_nil_option`; else the threshold or the linker's own NIL decision). The upstream components run once and every entity's pairs are
-scored once; the grid replays the decisions from those scores.
+NIL (`use_nil_option`; else the threshold or the linker's own NIL decision).
+The upstream components run once and every entity's pairs are scored once;
+the grid replays the decisions from those scores.
 
 Selection: the highest dev accuracy (a gold NIL mention is right when it is
 predicted NIL, a linkable one when its top concept is a gold id and it is not
