@@ -248,6 +248,13 @@ class Errors(metaclass=ErrorsWithCodes):
             "initialized on the training corpus. Initialize it (spacy train does so unless the "
             "component is sourced; then list it in [initialize.components] or use "
             "train_candidates = \"all\").")
+    E194 = ("BioFEG fine-tunes the concept tower alone, but {problem}. In "
+            "[components.bioel_linker.model] set shared_towers = false (configs/"
+            "linker_biofeg.cfg and linker_biofeg_cpu.cfg do), or set "
+            "[components.bioel_linker.biofeg] to null.")
+    E195 = ("BioFEG learns from the linker's training mentions, but component '{name}' has "
+            "none: it was initialized without a training corpus. Initialize it on gold "
+            "training data (spacy train does), or set [components.bioel_linker.biofeg] to null.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

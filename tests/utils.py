@@ -73,3 +73,34 @@ def spy_encoder(linker, monkeypatch) -> list:
     monkeypatch.setattr(linker.runtime, "encode", lambda model, texts, batch_size:
                         (encoded.extend(texts), encode(model, texts, batch_size))[1])
     return encoded
+
+
+def gold_examples(nlp, rows):
+    """Examples of (text, [(start, end, kb_id), ...]) rows: gold spans as the
+    predicted side (as `spacy train` reads a GoldEntsCorpus), gold ids as the reference."""
+    from spacy.training import Example
+
+    from spacy_bioel.training.readers import gold_spans_doc
+
+    def doc(text, spans):
+        d = nlp.make_doc(text)
+        d.ents = [d.char_span(s, e, label="Disease", kb_id=c) for s, e, c in spans]
+        return d
+
+    return [Example(gold_spans_doc(nlp, doc(t, s)), doc(t, s)) for t, s in rows]
+
+
+def spacy_train_toy(config: Path, folder: Path, encoder: Path, *extra: str):
+    """`python -m spacy train CONFIG` on the toy data of `write_toy_linking_data`
+    (2 epochs, dev passes every 2 steps, the tiny encoder); RETURNS the finished process."""
+    import subprocess
+    import sys
+
+    write_toy_linking_data(folder, nil=False, repeat=3)
+    return subprocess.run(
+        [sys.executable, "-m", "spacy", "train", str(config), "--output", str(folder / "out"),
+         "--paths.train", str(folder / "data.spacy"), "--paths.dev", str(folder / "data.spacy"),
+         "--paths.kb", str(folder / "kb.bioelkb"), "--paths.encoder", str(encoder),
+         "--training.max_epochs", "2", "--training.eval_frequency", "2",
+         "--components.bioel_linker.model.max_length", "16", *extra],
+        capture_output=True, text=True)

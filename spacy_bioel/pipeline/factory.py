@@ -36,6 +36,7 @@ DEFAULT_CONFIG = {
             "calibration": None},
     "negatives": {"@misc": "spacy-bioel.HardNegatives.v1", "n": 4},
     "fgsm": None,
+    "biofeg": None,
     "shortcut": None,
     "runtime": {"@misc": "spacy-bioel.TorchRuntime.v1", "threads": 0, "batch_size": 64},
     "top_k": 64,
@@ -54,7 +55,8 @@ DEFAULT_CONFIG = {
                   assigns=["token.ent_kb_id"],
                   default_score_weights=SCORE_WEIGHTS)
 def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, index,
-                      candidates, type_filter, ranker, nil, negatives, fgsm, shortcut, runtime,
+                      candidates, type_filter, ranker, nil, negatives, fgsm, biofeg, shortcut,
+                      runtime,
                       top_k: int, context_window: int, abbreviations: bool,
                       nil_without_alnum: bool, exact_shortcut: bool, encode_batch_size: int,
                       cache_size: int, cache_across_calls: bool,
@@ -74,6 +76,10 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
     nil: `spacy-bioel.ThresholdNIL.v2` (calibrated) or `.v1` (1 - similarity).
     negatives: `spacy-bioel.HardNegatives.v1`, `.RandomNegatives.v1`, `.MixedNegatives.v1`.
     fgsm: None or `spacy-bioel.FGSM.v1` (Wiatrak et al. eqs. 6-8).
+    biofeg: None or `spacy-bioel.BioFEG.v1` (Sui et al., BioFEG Secs. 3.4-3.5):
+        after each of the first `iterations` epochs, a WGAN-GP generates mention
+        features for concepts without training mentions and the concept tower
+        alone is fine-tuned on them (needs separate, trained towers).
     shortcut: None or `spacy-bioel.ExactShortcut.v1`: a mention that is a KB name
         of exactly one concept links to it without the encoder (nor the kNN
         datastore); counted in `linker.counts['exact_shortcut']`.
@@ -97,7 +103,7 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
     """
     install_fork_handler()  # n_process workers: no inherited thread pool (encoders.threads)
     return BioELLinker(nlp.vocab, model, name, loss=loss, index=index, candidates=candidates,
-                       ranker=ranker, nil=nil, negatives=negatives, fgsm=fgsm,
+                       ranker=ranker, nil=nil, negatives=negatives, fgsm=fgsm, biofeg=biofeg,
                        shortcut=shortcut, runtime=runtime, type_filter=type_filter,
                        top_k=top_k, context_window=context_window,
                        abbreviations=abbreviations, nil_without_alnum=nil_without_alnum,

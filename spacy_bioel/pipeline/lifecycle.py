@@ -152,6 +152,8 @@ def after_step(linker: "BioELLinker") -> None:
         linker.epoch_seconds.append(round(time.perf_counter() - state.epoch_start, 1))
         logger.info("%s: epoch %d took %.1fs (index refresh included)", linker.name,
                     len(linker.epoch_seconds), linker.epoch_seconds[-1])
+        if linker.biofeg is not None and linker.biofeg.due(len(linker.epoch_seconds)):
+            linker.biofeg.run(linker)  # BioFEG steps 2-3, then the KB re-encoded once
     if state.eval_frequency and (state.steps - 1) % state.eval_frequency == 0:
         linker.refresh()
 

@@ -3,7 +3,7 @@ stages and writes annotations.
 
 Stages (config blocks): `index`, `candidates`, `shortcut`, `type_filter`,
 `ranker` (kNN-BioEL eqs. 4-6), `nil`, `runtime` (how mentions are encoded at
-prediction: PyTorch or ONNX Runtime); training only: `negatives`, `fgsm`
+prediction: PyTorch or ONNX Runtime); training only: `negatives`, `fgsm`, `biofeg`
 (see the README, "Stages"). How a batch is decided, caches included: `linking`;
 when embeddings are computed (never in `predict` or `to_disk`): `lifecycle`.
 """
@@ -47,7 +47,7 @@ class BioELLinker(TrainablePipe):
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "bioel_linker", *,
                  loss: Callable, index: NameIndex, candidates, ranker: KNNRanker,
-                 nil: ThresholdNIL, negatives, runtime, fgsm=None, type_filter=None,
+                 nil: ThresholdNIL, negatives, runtime, fgsm=None, biofeg=None, type_filter=None,
                  shortcut=None, top_k: int = 64, context_window: int = 0,
                  abbreviations: bool = True, nil_without_alnum: bool = True,
                  exact_shortcut: bool = False, encode_batch_size: int = 256,
@@ -56,6 +56,7 @@ class BioELLinker(TrainablePipe):
         self.vocab, self.model, self.name, self.loss, self.scorer = vocab, model, name, loss, scorer
         self.index, self.candidates, self.ranker, self.nil = index, candidates, ranker, nil
         self.negatives, self.fgsm, self.type_filter = negatives, fgsm, type_filter
+        self.biofeg = biofeg  # training only: BioFEG steps 2-3 after early epochs
         self.runtime = runtime  # `exact_shortcut` (the setting before the stage) = ExactShortcut
         self.shortcut = ExactShortcut() if shortcut is None and exact_shortcut else shortcut
         self.cfg: Dict[str, Any] = {**(attrs or {})}

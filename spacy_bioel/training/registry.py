@@ -1,6 +1,8 @@
 """Registered training stages (entry points in `spacy_misc`)."""
 from __future__ import annotations
 
+from typing import Optional
+
 from spacy.util import registry
 
 from ..validation import as_float, as_int
@@ -35,3 +37,37 @@ def create_fgsm(epsilon: float = 0.01, weight: float = 1.0, chunk: int = 32):
     from .fgsm import FGSM
     return FGSM(as_float("fgsm.epsilon", epsilon, 0), as_float("fgsm.weight", weight, 0),
                 as_int("fgsm.chunk", chunk, 1))
+
+
+@registry.misc("spacy-bioel.BioFEG.v1")
+def create_biofeg(iterations: int = 3, description_encoder: str = "embedded:all-MiniLM-L6-v2",
+                  gan_epochs: int = 80, critic_steps: int = 5, penalty: float = 10.0,
+                  gan_learning_rate: float = 5e-5, hidden: int = 768, noise_dim: int = 0,
+                  gan_batch_size: int = 64, features_per_concept: int = 1, max_unseen: int = 0,
+                  finetune_epochs: int = 1, finetune_learning_rate: float = 2e-5,
+                  finetune_batch_size: int = 64, description_chars: int = 400,
+                  report: Optional[str] = None):
+    """BioFEG steps 2-3 after each of the first `iterations` epochs (Sui et al.,
+    Secs. 3.2-3.5): a WGAN-GP (eq. 5; `gan_*`, `critic_steps`, `penalty`, `hidden`,
+    `noise_dim`, Sec. 4.2's values by default) conditioned on description
+    embeddings from the frozen `description_encoder`, then the concept tower
+    fine-tuned on `features_per_concept` generated features per unseen concept
+    (at most `max_unseen` concepts per iteration; 0: all). `report`: a JSON file
+    rewritten with each iteration's record (GAN, fine-tuning, realism, seconds)."""
+    from .biofeg import BioFEG
+    from .feature_gan import GANSettings
+
+    gan = GANSettings(epochs=as_int("biofeg.gan_epochs", gan_epochs, 1),
+                      critic_steps=as_int("biofeg.critic_steps", critic_steps, 1),
+                      penalty=as_float("biofeg.penalty", penalty, 0),
+                      learning_rate=as_float("biofeg.gan_learning_rate", gan_learning_rate, 0),
+                      hidden=as_int("biofeg.hidden", hidden, 1),
+                      noise_dim=as_int("biofeg.noise_dim", noise_dim, 0),
+                      batch_size=as_int("biofeg.gan_batch_size", gan_batch_size, 1))
+    return BioFEG(as_int("biofeg.iterations", iterations, 0), description_encoder, gan,
+                  as_int("biofeg.features_per_concept", features_per_concept, 1),
+                  as_int("biofeg.max_unseen", max_unseen, 0),
+                  as_int("biofeg.finetune_epochs", finetune_epochs, 1),
+                  as_float("biofeg.finetune_learning_rate", finetune_learning_rate, 0),
+                  as_int("biofeg.finetune_batch_size", finetune_batch_size, 1),
+                  as_int("biofeg.description_chars", description_chars, 1), report or None)

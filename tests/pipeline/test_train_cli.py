@@ -1,12 +1,10 @@
 """`spacy train configs/<each linker config>` end to end on a tiny fixture (CI smoke test)."""
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import spacy
 
-from tests.utils import write_toy_linking_data
+from tests.utils import spacy_train_toy
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -14,14 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("config", ["linker.cfg", "linker_cpu.cfg", "linker_proxy.cfg",
                                     "linker_triplet.cfg", "linker_prototype.cfg"])
 def test_spacy_train_linker_config(tiny_bert_dir, tmp_path, config):
-    write_toy_linking_data(tmp_path, nil=False, repeat=3)
-    result = subprocess.run(
-        [sys.executable, "-m", "spacy", "train", str(REPO / "configs" / config),
-         "--output", str(tmp_path / "out"), "--paths.train", str(tmp_path / "data.spacy"),
-         "--paths.dev", str(tmp_path / "data.spacy"), "--paths.kb", str(tmp_path / "kb.bioelkb"),
-         "--paths.encoder", str(tiny_bert_dir), "--training.max_epochs", "2",
-         "--training.eval_frequency", "2", "--components.bioel_linker.model.max_length", "16"],
-        capture_output=True, text=True)
+    result = spacy_train_toy(REPO / "configs" / config, tmp_path, tiny_bert_dir)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     trained = spacy.load(tmp_path / "out" / "model-last")
     doc = trained.make_doc("colon cancer")

@@ -3,12 +3,11 @@ import numpy as np
 import pytest
 import spacy
 import torch
-from spacy.training import Example
 from thinc.api import Adam
 
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.errors import BioELError
-from spacy_bioel.training.readers import gold_spans_doc
+from tests.utils import gold_examples
 
 TRAIN = [
     ("Patients with colon cancer had a heart attack .", [(14, 26, "D1"), (33, 45, "D2")]),
@@ -61,13 +60,7 @@ def build(tiny_bert_dir, **overrides):
     config.update(overrides)
     linker = nlp.add_pipe("bioel_linker", config=config)
     linker.set_kb(toy_kb())
-
-    def doc(text, spans):
-        d = nlp.make_doc(text)
-        d.ents = [d.char_span(s, e, label="Disease", kb_id=c) for s, e, c in spans]
-        return d
-
-    train = [Example(gold_spans_doc(nlp, doc(t, s)), doc(t, s)) for t, s in TRAIN]
+    train = gold_examples(nlp, TRAIN)
     nlp.initialize(lambda: train)
     return nlp, linker, train
 
