@@ -30,3 +30,37 @@ def table(
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text, encoding="utf-8")
     typer.echo(text)
+
+
+@app.command("seeds-table")
+def seeds_table_command(
+    rows: List[str] = typer.Option(..., "--row", help="NAME=GLOB: one system's evaluate reports, one per seed (seed from the file name ..._s<N>.json), repeatable"),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="A --row NAME: differences paired by seed against it"),
+    output: Path = typer.Option(..., "--output", help="Markdown table (JSON beside it)"),
+    title: str = typer.Option("", "--title"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
+    """Mean +- std over seeds per system (Acc@1, Acc@10, R@64, seen, unseen,
+    refined) and, with --baseline, per-seed paired differences."""
+    import glob
+
+    from ..errors import BioELError, Errors
+    from ..evaluation.seeds import seed_of, seeds_table, summarise
+    from ._app import write_json
+
+    setup_logging(verbose)
+    systems = {}
+    for spec in rows:
+        name, _, pattern = spec.partition("=")
+        paths = sorted(Path(p) for p in glob.glob(pattern)) if name and pattern else []
+        if not paths:
+            raise BioELError(Errors.E175.format(name="--row", value=spec,
+                                                expected="NAME=GLOB matching evaluate reports"))
+        systems[name] = {seed_of(p, report): report
+                         for p, report in ((p, srsly.read_json(p)) for p in paths)}
+    summary = summarise(systems, baseline)
+    text = (f"## {title}\n\n" if title else "") + seeds_table(summary, baseline)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    write_json(output.with_suffix(".json"), {"rows": summary, "baseline": baseline})
+    typer.echo(text)
