@@ -99,7 +99,7 @@ class BioFEG:
     # ------------------------------------------------------------------ y_d
     def describe(self, kb: "KnowledgeBase", concept_ids: Sequence[str]) -> np.ndarray:
         """(len(concept_ids), dim) y_d, encoded once per concept and kept."""
-        missing = [cid for cid in concept_ids if cid not in self._descriptions]
+        missing = list(dict.fromkeys(c for c in concept_ids if c not in self._descriptions))
         if missing:
             from ..encoders.torch_biencoder import BiEncoder, encode_texts, load_transformer
 

@@ -200,3 +200,23 @@ def test_spacy_train_linker_biofeg_config(tiny_bert_dir, tmp_path, config):
     doc = trained.make_doc("colon cancer")
     doc.ents = [doc.char_span(0, 12, label="Disease")]
     assert trained(doc).ents[0].kb_id_ in {"D1", "D2", "D3"}
+
+
+def test_each_description_is_encoded_once(tiny_bert_dir, monkeypatch):
+    """y_d comes from a frozen encoder: one pass per concept, however many mentions it has."""
+    import spacy_bioel.encoders.torch_biencoder as torch_biencoder
+
+    _, linker, _ = build(tiny_bert_dir)
+    encoded = []
+    real_encode = torch_biencoder.encode_texts
+
+    def spy(model, tokenizer, texts, **kwargs):
+        encoded.extend(texts)
+        return real_encode(model, tokenizer, texts, **kwargs)
+
+    monkeypatch.setattr(torch_biencoder, "encode_texts", spy)
+    gold = [cid for _, cid in linker.train_mentions]
+    assert len(gold) > len(set(gold))  # D1-D3 have two mentions each
+    linker.biofeg.describe(linker.kb, gold)
+    linker.biofeg.describe(linker.kb, ["D1", "D7", "D7"])
+    assert len(encoded) == len(set(gold)) + 1 == len(set(encoded))
