@@ -143,6 +143,10 @@ class BioFEG:
         gen, _, history = train_feature_gan(torch.from_numpy(real).to(device),
                                             torch.from_numpy(conditions).to(device), self.gan)
         record.update({f"gan_{k}": v for k, v in history.summary().items()})
+        hits = linker.index.search(real, k=1, names=False)  # the realism scale: real features
+        record["real_top1_seen"] = float(np.mean([
+            bool(row) and ids[row[0][0]] == cid
+            for row, (_, cid) in zip(hits, linker.train_mentions)]))
         record["generated_top1_seen"] = self._top1(linker, gen,
                                                    [linker.concept_index[c] for c in seen])
         if not unseen:

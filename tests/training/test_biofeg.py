@@ -120,6 +120,7 @@ def test_finetuning_touches_only_the_concept_tower(tiny_bert_dir, tmp_path):
     # only training mentions define "seen": D1-D4; D5-D8 get generated features
     assert record["seen_concepts"] == 4 and record["unseen_finetuned"] == 4
     assert 0.0 <= record["generated_top1_unseen_after"] <= 1.0
+    assert 0.0 <= record["real_top1_seen"] <= 1.0
     assert np.isfinite(record["finetune_loss"]) and record["gan_epochs"] == 3
     assert not np.allclose(before, linker.index.vectors(slice(None)))  # the KB was re-encoded
     assert linker.biofeg.history == [record]
