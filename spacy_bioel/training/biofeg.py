@@ -125,6 +125,7 @@ class BioFEG:
             raise BioELError(Errors.E194.format(problem="the two towers share one transformer"))
         if not linker.train_mentions:
             raise BioELError(Errors.E195.format(name=linker.name))
+        _require_plain_loss(linker)  # before the minutes of GAN training, not after
         started = time.perf_counter()
         ids = linker.index.names.concept_ids
         seen = sorted({cid for _, cid in linker.train_mentions})
@@ -197,6 +198,13 @@ class BioFEG:
         return float(np.mean([bool(row) and row[0][0] == g for row, g in zip(hits, gold)]))
 
 
+def _require_plain_loss(linker: "BioELLinker") -> None:
+    if getattr(linker.loss, "uses_graph", False):
+        raise BioELError(Errors.E192.format(
+            what="BioFEG", why="generated features have no prompt template to fill",
+            fix="Use an InfoNCE, proxy or triplet loss with [components.bioel_linker.biofeg]."))
+
+
 def finetune_concept_tower(linker: "BioELLinker", features: np.ndarray, gold: np.ndarray,
                            epochs: int, batch_size: int, learning_rate: float) -> float:
     """Fine-tune the concept tower alone on (generated feature, concept) pairs:
@@ -213,10 +221,7 @@ def finetune_concept_tower(linker: "BioELLinker", features: np.ndarray, gold: np
 
     from ..encoders.thinc_biencoder import tokenize, torch_module
 
-    if getattr(linker.loss, "uses_graph", False):
-        raise BioELError(Errors.E192.format(
-            what="BioFEG", why="generated features have no prompt template to fill",
-            fix="Use an InfoNCE, proxy or triplet loss with [components.bioel_linker.biofeg]."))
+    _require_plain_loss(linker)
     module = torch_module(linker.model)
     tower = module.tower("concept")
     frozen = not linker.model.attrs.get("train_concept_tower", True)

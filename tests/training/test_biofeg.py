@@ -221,3 +221,14 @@ def test_each_description_is_encoded_once(tiny_bert_dir, monkeypatch):
     linker.biofeg.describe(linker.kb, gold)
     linker.biofeg.describe(linker.kb, ["D1", "D7", "D7"])
     assert len(encoded) == len(set(gold)) + 1 == len(set(encoded))
+
+
+def test_refuses_graphprompt_before_training_the_gan(tiny_bert_dir, monkeypatch):
+    import spacy_bioel.training.biofeg as biofeg_module
+
+    _, linker, _ = build(tiny_bert_dir)
+    linker.loss = type("GraphLoss", (), {"uses_graph": True})()
+    monkeypatch.setattr(biofeg_module, "train_feature_gan", None)  # never reached
+    with pytest.raises(BioELError) as err:
+        linker.biofeg.run(linker)
+    assert err.value.code == "E192"
