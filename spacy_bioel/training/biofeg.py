@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 import numpy as np
 import srsly
@@ -38,9 +38,10 @@ from .feature_gan import GANSettings, generate_features, train_feature_gan
 if TYPE_CHECKING:
     from ..kb.concept import Concept
     from ..kb.knowledge_base import KnowledgeBase
-    from ..pipeline.linker import BioELLinker
 
 logger = logging.getLogger(__name__)
+# a `pipeline.linker.BioELLinker`: not imported, as training sits below the pipeline layer
+BioELLinker = Any
 
 
 def description_text(concept: "Concept", kb: Optional["KnowledgeBase"], max_chars: int = 400,
@@ -114,7 +115,7 @@ class BioFEG:
         return np.stack([self._descriptions[cid] for cid in concept_ids])
 
     # ------------------------------------------------------------------ the steps
-    def run(self, linker: "BioELLinker") -> Dict[str, float]:
+    def run(self, linker: BioELLinker) -> Dict[str, float]:
         """Steps 2-3 on `linker` (its name index must be current); RETURNS the record."""
         import torch
 
@@ -176,7 +177,7 @@ class BioFEG:
             srsly.write_json(self.report, self.history)
         return record
 
-    def _generate(self, linker: "BioELLinker", gen, concepts: Sequence[int]) -> np.ndarray:
+    def _generate(self, linker: BioELLinker, gen, concepts: Sequence[int]) -> np.ndarray:
         """Generated features of `concepts` (index rows), L2-normalised for cosine."""
         import torch
 
@@ -188,7 +189,7 @@ class BioFEG:
             fake = torch.nn.functional.normalize(fake, dim=1)
         return fake.float().cpu().numpy()
 
-    def _top1(self, linker: "BioELLinker", gen, concepts: Sequence[int]) -> float:
+    def _top1(self, linker: BioELLinker, gen, concepts: Sequence[int]) -> float:
         """Share of generated features whose nearest concept is their own."""
         if not len(concepts):
             return float("nan")
@@ -198,14 +199,14 @@ class BioFEG:
         return float(np.mean([bool(row) and row[0][0] == g for row, g in zip(hits, gold)]))
 
 
-def _require_plain_loss(linker: "BioELLinker") -> None:
+def _require_plain_loss(linker: BioELLinker) -> None:
     if getattr(linker.loss, "uses_graph", False):
         raise BioELError(Errors.E192.format(
             what="BioFEG", why="generated features have no prompt template to fill",
             fix="Use an InfoNCE, proxy or triplet loss with [components.bioel_linker.biofeg]."))
 
 
-def finetune_concept_tower(linker: "BioELLinker", features: np.ndarray, gold: np.ndarray,
+def finetune_concept_tower(linker: BioELLinker, features: np.ndarray, gold: np.ndarray,
                            epochs: int, batch_size: int, learning_rate: float) -> float:
     """Fine-tune the concept tower alone on (generated feature, concept) pairs:
     the features stand in for mention embeddings, negatives come from the
