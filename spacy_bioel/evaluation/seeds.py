@@ -20,6 +20,10 @@ METRICS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("Acc@1", ("acc@1",)), ("Acc@10", ("acc@10",)), ("R@64", ("recall@64",)),
     ("seen", ("seen", "acc@1")), ("unseen", ("unseen", "acc@1")), ("refined", ("refined", "acc@1")))
 _SEED = re.compile(r"(?:_s|-s|seed)(\d+)$")
+# BioFEG's Table 4 (Sui et al., paper 001, Sec. 4.5): the wrong mentions by seen / unseen gold
+# and prediction, from the `seen` table of each report's `error_kinds`
+ERROR_KINDS = ("unseen_to_wrong_seen", "seen_to_wrong_unseen", "unseen_to_wrong_unseen",
+               "seen_to_wrong_seen", "predicted_nil")
 
 
 def seed_of(path: Path, report: dict) -> str:
@@ -65,6 +69,11 @@ def summarise(systems: Dict[str, Dict[str, dict]], baseline: Optional[str] = Non
                          if s in base and metric(runs[s], path) is not None
                          and metric(base[s], path) is not None]
                 row[f"{column} diff"] = _stats(diffs)
+        kinds = [r["error_kinds"]["seen"] for r in runs.values()
+                 if isinstance((r.get("error_kinds") or {}).get("seen"), dict)]
+        if kinds:
+            row["error_kinds"] = {k: _stats([float(t.get(k, 0)) for t in kinds])
+                                  for k in ERROR_KINDS}
         rows.append(row)
     return rows
 
@@ -87,7 +96,21 @@ def seeds_table(rows: Sequence[dict], baseline: Optional[str] = None) -> str:
         cells = [row["system"], ", ".join(row["seeds"])] + [_cell(row[c]) for c in columns]
         cells += [_cell(row.get(c, {})) for c in extra]
         lines.append("| " + " | ".join(cells) + " |")
+    if any("error_kinds" in row for row in rows):
+        lines += ["", "Wrong test mentions by kind (BioFEG Table 4), mean ± std count over seeds:",
+                  "", "| system | " + " | ".join(k.replace("_", " ") for k in ERROR_KINDS) + " |",
+                  "|---|" + "---:|" * len(ERROR_KINDS)]
+        for row in rows:
+            kinds = row.get("error_kinds", {})
+            lines.append(f"| {row['system']} | " + " | ".join(
+                _count(kinds.get(k, {})) for k in ERROR_KINDS) + " |")
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["seed_of", "summarise", "seeds_table", "METRICS"]
+def _count(stat: dict) -> str:
+    if not stat or stat["mean"] is None:
+        return "-"
+    return f"{stat['mean']:.1f}" + (f" ± {stat['std']:.1f}" if stat["std"] is not None else "")
+
+
+__all__ = ["seed_of", "summarise", "seeds_table", "METRICS", "ERROR_KINDS"]

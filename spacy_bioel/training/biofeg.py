@@ -18,9 +18,12 @@ References:
       Sec. 3.5); the mention tower is not touched;
     - re-encodes the KB's names once.
 It also measures how realistic the generated features are: the share whose
-nearest concept in the name index is the concept they were generated for,
-for seen concepts (where real mentions exist) and for unseen ones before and
-after fine-tuning (`history`).
+nearest concept in the name index (or one of the 10 nearest) is the concept
+they were generated for, for seen concepts the GAN trained on, for seen
+concepts held out of it (`heldout_seen`: the dev measure GAN settings are
+chosen on, as real mentions exist) and for unseen ones before and after
+fine-tuning (`history`). `python -m spacy_bioel biofeg` runs the same steps on
+a trained pipeline.
 """
 from __future__ import annotations
 
@@ -72,13 +75,17 @@ class BioFEG:
     finetune_epochs, finetune_learning_rate, finetune_batch_size: step 3.
     report (Optional[str]): a JSON file rewritten with `history` after each
         iteration (spacy train shows no INFO logs).
+    heldout_seen (float): share of the seen concepts whose mentions the GAN
+        does not train on, to measure the realism of features generated for
+        concepts it never saw against real mentions (a dev measure; 0: none).
     """
 
     def __init__(self, iterations: int = 3, description_encoder: str = "embedded:all-MiniLM-L6-v2",
                  gan: Optional[GANSettings] = None, features_per_concept: int = 1,
                  max_unseen: int = 0, finetune_epochs: int = 1,
                  finetune_learning_rate: float = 2e-5, finetune_batch_size: int = 64,
-                 description_chars: int = 400, report: Optional[str] = None) -> None:
+                 description_chars: int = 400, report: Optional[str] = None,
+                 heldout_seen: float = 0.0) -> None:
         self.iterations = int(iterations)
         self.description_encoder = description_encoder
         self.gan = gan or GANSettings()
@@ -89,6 +96,7 @@ class BioFEG:
         self.finetune_batch_size = int(finetune_batch_size)
         self.description_chars = int(description_chars)
         self.report = report
+        self.heldout_seen = float(heldout_seen)
         self.history: List[Dict[str, float]] = []
         self._encoder = None  # (tokenizer, BiEncoder) of y_d, frozen
         self._descriptions: Dict[str, np.ndarray] = {}
@@ -115,46 +123,25 @@ class BioFEG:
         return np.stack([self._descriptions[cid] for cid in concept_ids])
 
     # ------------------------------------------------------------------ the steps
-    def run(self, linker: BioELLinker) -> Dict[str, float]:
-        """Steps 2-3 on `linker` (its name index must be current); RETURNS the record."""
-        import torch
-
-        from ..encoders.thinc_biencoder import embed_texts, torch_module
-
-        module = torch_module(linker.model)
-        if module.shared:
-            raise BioELError(Errors.E194.format(problem="the two towers share one transformer"))
-        if not linker.train_mentions:
-            raise BioELError(Errors.E195.format(name=linker.name))
-        _require_plain_loss(linker)  # before the minutes of GAN training, not after
-        started = time.perf_counter()
+    def run(self, linker: BioELLinker, finetune: bool = True) -> Dict[str, float]:
+        """Steps 2-3 on `linker` (its name index must be current); RETURNS the
+        record. `finetune=False`: step 2 and the realism of its features only."""
+        record: Dict[str, float] = {"iteration": len(self.history) + 1}
+        gen, gan_record = self.fit_gan(linker)
+        record.update(gan_record)
         ids = linker.index.names.concept_ids
-        seen = sorted({cid for _, cid in linker.train_mentions})
-        seen_set = set(seen)
-        unseen = [i for i, cid in enumerate(ids) if cid not in seen_set]
+        seen = {cid for _, cid in linker.train_mentions}
+        unseen = [i for i, cid in enumerate(ids) if cid not in seen]
+        record["unseen_concepts"] = len(unseen)
         if self.max_unseen and len(unseen) > self.max_unseen:
             unseen = sorted(linker.rng.choice(unseen, self.max_unseen, replace=False).tolist())
-        record: Dict[str, float] = {"iteration": len(self.history) + 1, "seen_concepts": len(seen),
-                                    "unseen_concepts": len(ids) - len(seen),
-                                    "unseen_finetuned": len(unseen)}
-        device = next(module.parameters()).device
-        real = embed_texts(linker.model, [text for text, _ in linker.train_mentions], "mention",
-                           linker.cfg["encode_batch_size"])
-        conditions = self.describe(linker.kb, [cid for _, cid in linker.train_mentions])
-        record["describe_seconds"] = round(time.perf_counter() - started, 1)
-        gen, _, history = train_feature_gan(torch.from_numpy(real).to(device),
-                                            torch.from_numpy(conditions).to(device), self.gan)
-        record.update({f"gan_{k}": v for k, v in history.summary().items()})
-        hits = linker.index.search(real, k=1, names=False)  # the realism scale: real features
-        record["real_top1_seen"] = float(np.mean([
-            bool(row) and ids[row[0][0]] == cid
-            for row, (_, cid) in zip(hits, linker.train_mentions)]))
-        record["generated_top1_seen"] = self._top1(linker, gen,
-                                                   [linker.concept_index[c] for c in seen])
-        if not unseen:
-            logger.info("BioFEG: every concept has a training mention; nothing to fine-tune")
+        record["unseen_finetuned"] = len(unseen) if finetune else 0
+        if not unseen or not finetune:
+            if not unseen:
+                logger.info("BioFEG: every concept has a training mention; nothing to fine-tune")
             return self._record(record)
-        record["generated_top1_unseen_before"] = self._top1(linker, gen, unseen)
+        record["generated_top1_unseen_before"], record["generated_top10_unseen_before"] = \
+            self._realism(linker, gen, unseen)
         fake = self._generate(linker, gen, unseen)
         gold = np.repeat(np.asarray(unseen), self.features_per_concept)
         started = time.perf_counter()
@@ -166,8 +153,59 @@ class BioFEG:
         linker.index.stale = True  # the KB is re-encoded once after fine-tuning (Sec. 3.2)
         linker.refresh(datastore=False)
         record["reencode_seconds"] = round(time.perf_counter() - started, 1)
-        record["generated_top1_unseen_after"] = self._top1(linker, gen, unseen)
+        record["generated_top1_unseen_after"], record["generated_top10_unseen_after"] = \
+            self._realism(linker, gen, unseen)
         return self._record(record)
+
+    def fit_gan(self, linker: BioELLinker) -> tuple:
+        """Step 2: the WGAN-GP on the linker's training mentions, less those of
+        `heldout_seen` of the seen concepts (drawn with a fixed seed, so every
+        setting compared on them sees the same ones), and the realism of its
+        features: for seen concepts it trained on, and for the held-out ones
+        (a dev measure: real mentions exist, the GAN never saw them).
+
+        RETURNS (Tuple[FeatureGenerator, Dict[str, float]]): G and its record.
+        """
+        import torch
+
+        from ..encoders.thinc_biencoder import embed_texts, torch_module
+
+        module = torch_module(linker.model)
+        if module.shared:
+            raise BioELError(Errors.E194.format(problem="the two towers share one transformer"))
+        if not linker.train_mentions:
+            raise BioELError(Errors.E195.format(name=linker.name))
+        _require_plain_loss(linker)  # before the minutes of GAN training, not after
+        started = time.perf_counter()
+        mentions = linker.train_mentions
+        seen = sorted({cid for _, cid in mentions})
+        n_out = int(round(self.heldout_seen * len(seen)))
+        heldout = set(np.random.default_rng(0).permutation(seen)[:n_out].tolist()) \
+            if 0 < n_out < len(seen) else set()
+        rows = [i for i, (_, cid) in enumerate(mentions) if cid not in heldout]
+        record: Dict[str, float] = {"seen_concepts": len(seen), "heldout_concepts": len(heldout)}
+        device = next(module.parameters()).device
+        real = embed_texts(linker.model, [text for text, _ in mentions], "mention",
+                           linker.cfg["encode_batch_size"])
+        conditions = self.describe(linker.kb, [cid for _, cid in mentions])
+        record["describe_seconds"] = round(time.perf_counter() - started, 1)
+        gen, _, history = train_feature_gan(torch.from_numpy(real[rows]).to(device),
+                                            torch.from_numpy(conditions[rows]).to(device),
+                                            self.gan)
+        record.update({f"gan_{k}": v for k, v in history.summary().items()})
+        ids = linker.index.names.concept_ids
+        hits = linker.index.search(real, k=1, names=False)  # the realism scale: real features
+        own = [bool(row) and ids[row[0][0]] == cid for row, (_, cid) in zip(hits, mentions)]
+        record["real_top1_seen"] = float(np.mean(own))
+        trained = [linker.concept_index[c] for c in seen if c not in heldout]
+        record["generated_top1_seen"], record["generated_top10_seen"] = \
+            self._realism(linker, gen, trained)
+        if heldout:
+            record["real_top1_heldout"] = float(np.mean(
+                [hit for hit, (_, cid) in zip(own, mentions) if cid in heldout]))
+            record["generated_top1_heldout"], record["generated_top10_heldout"] = \
+                self._realism(linker, gen, [linker.concept_index[c] for c in sorted(heldout)])
+        return gen, record
 
     def _record(self, record: Dict[str, float]) -> Dict[str, float]:
         self.history.append(record)
@@ -189,14 +227,17 @@ class BioFEG:
             fake = torch.nn.functional.normalize(fake, dim=1)
         return fake.float().cpu().numpy()
 
-    def _top1(self, linker: BioELLinker, gen, concepts: Sequence[int]) -> float:
-        """Share of generated features whose nearest concept is their own."""
+    def _realism(self, linker: BioELLinker, gen, concepts: Sequence[int]) -> tuple:
+        """Shares of generated features whose own concept is their nearest, and
+        among their 10 nearest, in the name index."""
         if not len(concepts):
-            return float("nan")
+            return float("nan"), float("nan")
         fake = self._generate(linker, gen, concepts)
-        hits = linker.index.search(fake, k=1, names=False)
+        hits = linker.index.search(fake, k=10, names=False)
         gold = np.repeat(np.asarray(concepts), self.features_per_concept)
-        return float(np.mean([bool(row) and row[0][0] == g for row, g in zip(hits, gold)]))
+        top1 = [bool(row) and row[0][0] == g for row, g in zip(hits, gold)]
+        top10 = [any(c == g for c, *_ in row) for row, g in zip(hits, gold)]
+        return float(np.mean(top1)), float(np.mean(top10))
 
 
 def _require_plain_loss(linker: BioELLinker) -> None:

@@ -42,19 +42,24 @@ class FeatureGenerator(nn.Module):
     description_dim (int): width of y_d. feature_dim (int): width of y_m.
     noise_dim (int): width of z (0: the width of y_d, as conditional feature
         generators usually do). hidden (int): the hidden layer (768).
+    normalize (bool): L2-normalise the output. A cosine bi-encoder's mention
+        features lie on the unit sphere; without this the generator must learn
+        the norm first, and the critic separates real from fake by norm alone.
     """
 
     def __init__(self, description_dim: int, feature_dim: int, noise_dim: int = 0,
-                 hidden: int = 768) -> None:
+                 hidden: int = 768, normalize: bool = False) -> None:
         super().__init__()
         self.noise_dim = int(noise_dim) or int(description_dim)
+        self.normalize = bool(normalize)
         self.net = _mlp(description_dim + self.noise_dim, hidden, feature_dim)
 
     def forward(self, descriptions: torch.Tensor, noise: Optional[torch.Tensor] = None
                 ) -> torch.Tensor:
         if noise is None:
             noise = torch.randn(descriptions.shape[0], self.noise_dim, device=descriptions.device)
-        return self.net(torch.cat([descriptions, noise], dim=1))
+        out = self.net(torch.cat([descriptions, noise], dim=1))
+        return nn.functional.normalize(out, dim=1) if self.normalize else out
 
 
 class FeatureCritic(nn.Module):
@@ -97,6 +102,7 @@ class GANSettings:
     hidden: int = 768
     noise_dim: int = 0
     batch_size: int = 64
+    normalize: bool = False
 
 
 @dataclass
@@ -132,7 +138,7 @@ def train_feature_gan(features: torch.Tensor, descriptions: torch.Tensor,
     start = time.perf_counter()
     device = features.device
     gen = FeatureGenerator(descriptions.shape[1], features.shape[1], settings.noise_dim,
-                           settings.hidden).to(device)
+                           settings.hidden, settings.normalize).to(device)
     critic = FeatureCritic(features.shape[1], descriptions.shape[1], settings.hidden).to(device)
     betas = (0.0, 0.9)  # Gulrajani et al. 2017, Algorithm 1
     opt_g = torch.optim.Adam(gen.parameters(), lr=settings.learning_rate, betas=betas)

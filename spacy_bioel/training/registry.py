@@ -5,7 +5,7 @@ from typing import Optional
 
 from spacy.util import registry
 
-from ..validation import as_float, as_int
+from ..validation import as_bool, as_float, as_int
 
 
 @registry.misc("spacy-bioel.HardNegatives.v1")
@@ -46,14 +46,18 @@ def create_biofeg(iterations: int = 3, description_encoder: str = "embedded:all-
                   gan_batch_size: int = 64, features_per_concept: int = 1, max_unseen: int = 0,
                   finetune_epochs: int = 1, finetune_learning_rate: float = 2e-5,
                   finetune_batch_size: int = 64, description_chars: int = 400,
-                  report: Optional[str] = None):
+                  report: Optional[str] = None, normalize_features: bool = True,
+                  heldout_seen: float = 0.0):
     """BioFEG steps 2-3 after each of the first `iterations` epochs (Sui et al.,
     Secs. 3.2-3.5): a WGAN-GP (eq. 5; `gan_*`, `critic_steps`, `penalty`, `hidden`,
     `noise_dim`, Sec. 4.2's values by default) conditioned on description
     embeddings from the frozen `description_encoder`, then the concept tower
     fine-tuned on `features_per_concept` generated features per unseen concept
     (at most `max_unseen` concepts per iteration; 0: all). `report`: a JSON file
-    rewritten with each iteration's record (GAN, fine-tuning, realism, seconds)."""
+    rewritten with each iteration's record (GAN, fine-tuning, realism, seconds).
+    `normalize_features`: G's output on the unit sphere, where a cosine model's
+    mention features lie. `heldout_seen`: share of seen concepts kept out of
+    the GAN to measure the realism of its features on them (dev)."""
     from .biofeg import BioFEG
     from .feature_gan import GANSettings
 
@@ -63,11 +67,13 @@ def create_biofeg(iterations: int = 3, description_encoder: str = "embedded:all-
                       learning_rate=as_float("biofeg.gan_learning_rate", gan_learning_rate, 0),
                       hidden=as_int("biofeg.hidden", hidden, 1),
                       noise_dim=as_int("biofeg.noise_dim", noise_dim, 0),
-                      batch_size=as_int("biofeg.gan_batch_size", gan_batch_size, 1))
+                      batch_size=as_int("biofeg.gan_batch_size", gan_batch_size, 1),
+                      normalize=as_bool("biofeg.normalize_features", normalize_features))
     return BioFEG(as_int("biofeg.iterations", iterations, 0), description_encoder, gan,
                   as_int("biofeg.features_per_concept", features_per_concept, 1),
                   as_int("biofeg.max_unseen", max_unseen, 0),
                   as_int("biofeg.finetune_epochs", finetune_epochs, 1),
                   as_float("biofeg.finetune_learning_rate", finetune_learning_rate, 0),
                   as_int("biofeg.finetune_batch_size", finetune_batch_size, 1),
-                  as_int("biofeg.description_chars", description_chars, 1), report or None)
+                  as_int("biofeg.description_chars", description_chars, 1), report or None,
+                  as_float("biofeg.heldout_seen", heldout_seen, 0, 0.9))

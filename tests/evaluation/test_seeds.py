@@ -56,3 +56,20 @@ def test_cli_writes_markdown_and_json(tmp_path):
     result = runner.invoke(app, ["seeds-table", "--row", f"a={tmp_path}/none_*.json",
                                  "--output", str(out)])
     assert result.exit_code != 0 and getattr(result.exception, "code", "") == "E175"
+
+
+def test_error_kinds_are_averaged_over_seeds():
+    """BioFEG's Table 4 kinds, mean ± std of the counts; a kind a run lacks counts 0."""
+    def with_kinds(acc, **kinds):
+        return {**report(acc), "error_kinds": {"seen": kinds, "mention": {"other": 9}}}
+
+    systems = {"base": {"0": with_kinds(0.5, unseen_to_wrong_seen=10, seen_to_wrong_seen=4),
+                        "1": with_kinds(0.5, unseen_to_wrong_seen=12)},
+               "new": {"0": with_kinds(0.6, unseen_to_wrong_unseen=3)}}
+    rows = summarise(systems, baseline="base")
+    assert rows[0]["error_kinds"]["unseen_to_wrong_seen"]["mean"] == pytest.approx(11)
+    assert rows[0]["error_kinds"]["seen_to_wrong_seen"]["mean"] == pytest.approx(2)
+    table = seeds_table(rows, "base")
+    assert "| base | 11.0 ± 1.4 | 0.0 ± 0.0 | 0.0 ± 0.0 | 2.0 ± 2.8 | 0.0 ± 0.0 |" in table
+    assert "| new | 0.0 | 0.0 | 3.0 | 0.0 | 0.0 |" in table
+    assert "error" not in seeds_table(summarise({"a": {"0": report(0.5)}}))

@@ -107,6 +107,21 @@ def build(tiny_bert_dir, shared=False, train_concept_tower=True, examples=True, 
     return nlp, linker, train
 
 
+def spy_on_gan(monkeypatch) -> dict:
+    """Record the conditions train_feature_gan is called with (key 'conditions')."""
+    import spacy_bioel.training.biofeg as biofeg_module
+
+    seen = {}
+    real_train = biofeg_module.train_feature_gan
+
+    def spy(features, descriptions, settings):
+        seen["conditions"] = descriptions.cpu().numpy()
+        return real_train(features, descriptions, settings)
+
+    monkeypatch.setattr(biofeg_module, "train_feature_gan", spy)
+    return seen
+
+
 def test_finetuning_touches_only_the_concept_tower(tiny_bert_dir, tmp_path):
     torch.manual_seed(0)
     _, linker, _ = build(tiny_bert_dir, report=str(tmp_path / "biofeg" / "history.json"))
@@ -133,17 +148,8 @@ def test_finetuning_touches_only_the_concept_tower(tiny_bert_dir, tmp_path):
 def test_the_gan_learns_from_training_mentions_only(tiny_bert_dir, monkeypatch):
     """The GAN's conditions are the descriptions of the training mentions' gold
     concepts, one row per mention: no other concept is treated as seen."""
-    import spacy_bioel.training.biofeg as biofeg_module
-
     _, linker, _ = build(tiny_bert_dir, max_unseen=2)
-    seen = {}
-    real_train = biofeg_module.train_feature_gan
-
-    def spy(features, descriptions, settings):
-        seen["conditions"] = descriptions.cpu().numpy()
-        return real_train(features, descriptions, settings)
-
-    monkeypatch.setattr(biofeg_module, "train_feature_gan", spy)
+    seen = spy_on_gan(monkeypatch)
     record = linker.biofeg.run(linker)
     gold = [cid for _, cid in linker.train_mentions]
     assert sorted(set(gold)) == ["D1", "D2", "D3", "D4"]

@@ -1,0 +1,80 @@
+"""BioFEG's dev measure (seen concepts held out of the GAN), the unit-sphere
+generator and the `biofeg` command on a saved pipeline."""
+import numpy as np
+import pytest
+import srsly
+import torch
+
+from spacy_bioel.errors import BioELError
+from spacy_bioel.training.feature_gan import FeatureGenerator
+from tests.training.test_biofeg import build, spy_on_gan
+
+
+def test_normalized_generator_outputs_unit_vectors():
+    gen = FeatureGenerator(description_dim=3, feature_dim=5, hidden=8, normalize=True)
+    out = gen(torch.randn(6, 3))
+    assert torch.allclose(out.norm(dim=1), torch.ones(6), atol=1e-5)
+    assert not torch.allclose(FeatureGenerator(3, 5, hidden=8)(torch.randn(6, 3)).norm(dim=1),
+                              torch.ones(6), atol=1e-3)
+
+
+def test_heldout_seen_concepts_are_kept_out_of_the_gan(tiny_bert_dir, monkeypatch):
+    """With heldout_seen = 0.5, 2 of the 4 seen concepts are held out: the GAN's
+    conditions are the mentions of the other 2, and their realism is measured."""
+    _, linker, _ = build(tiny_bert_dir, heldout_seen=0.5)
+    seen = spy_on_gan(monkeypatch)
+    _, record = linker.biofeg.fit_gan(linker)
+    assert record["heldout_concepts"] == 2
+    gold = [cid for _, cid in linker.train_mentions]
+    described = linker.biofeg.describe(linker.kb, gold)
+    used = [i for i, row in enumerate(described) if any(np.allclose(row, c)
+                                                       for c in seen["conditions"])]
+    assert len({gold[i] for i in used}) == 2 and len(seen["conditions"]) == len(used)
+    for key in ("generated_top1_heldout", "generated_top10_heldout", "real_top1_heldout"):
+        assert 0.0 <= record[key] <= 1.0
+    # the same concepts are held out each time (settings are compared on one dev set)
+    assert linker.biofeg.fit_gan(linker)[1]["heldout_concepts"] == 2
+
+
+def _saved(tiny_bert_dir, tmp_path):
+    torch.manual_seed(0)
+    nlp, _, _ = build(tiny_bert_dir)
+    nlp.to_disk(tmp_path / "base")
+    return tmp_path / "base"
+
+
+def test_biofeg_command_compares_settings_then_finetunes(tiny_bert_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    from spacy_bioel.cli import app
+    from spacy_bioel.pipeline.loading import find_linker, load_pipeline
+
+    base = _saved(tiny_bert_dir, tmp_path)
+    report = tmp_path / "biofeg.json"
+    result = CliRunner().invoke(app, [
+        "biofeg", str(base), "--output", str(tmp_path / "out"), "--report", str(report),
+        "--try", "gan_learning_rate=0.001", "--try", "gan_learning_rate=0.01,gan_epochs=2",
+        "--heldout", "0.5", "--set", f"description_encoder={tiny_bert_dir}"])
+    assert result.exit_code == 0, result.output
+    data = srsly.read_json(report)
+    assert [t["settings"] for t in data["tries"]] == [
+        {"gan_learning_rate": 0.001}, {"gan_learning_rate": 0.01, "gan_epochs": 2}]
+    assert all(t["heldout_concepts"] == 2 for t in data["tries"])
+    assert data["chosen"] in [t["settings"] for t in data["tries"]]
+    assert data["history"][0]["unseen_finetuned"] == 4
+    assert "generated_top10_heldout" in report.with_suffix(".md").read_text()
+    before = find_linker(load_pipeline(base), None)
+    after = find_linker(load_pipeline(tmp_path / "out"), None)
+    assert np.allclose(before.embed(["colon cancer"], "mention"),
+                       after.embed(["colon cancer"], "mention"))  # the mention tower: untouched
+    assert not np.allclose(before.index.vectors(slice(None)), after.index.vectors(slice(None)))
+
+
+def test_biofeg_command_names_a_bad_setting(tiny_bert_dir, tmp_path):
+    from spacy_bioel.cli.biofeg import parse_settings
+
+    assert parse_settings(["gan_epochs=3,normalize_features=false"], "--set") == {
+        "gan_epochs": 3, "normalize_features": False}
+    with pytest.raises(BioELError) as err:
+        parse_settings(["gan_lr=0.1"], "--try")
+    assert err.value.code == "E196" and "gan_learning_rate" in str(err.value)
