@@ -191,7 +191,7 @@ class BioFEG:
         record["describe_seconds"] = round(time.perf_counter() - started, 1)
         gen, _, history = train_feature_gan(torch.from_numpy(real[rows]).to(device),
                                             torch.from_numpy(conditions[rows]).to(device),
-                                            self.gan)
+                                            self.gan, progress=True)
         record.update({f"gan_{k}": v for k, v in history.summary().items()})
         ids = linker.index.names.concept_ids
         hits = linker.index.search(real, k=1, names=False)  # the realism scale: real features

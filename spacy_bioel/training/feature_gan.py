@@ -122,8 +122,8 @@ class GANHistory:
 
 
 def train_feature_gan(features: torch.Tensor, descriptions: torch.Tensor,
-                      settings: GANSettings, generator: Optional[torch.Generator] = None
-                      ) -> tuple:
+                      settings: GANSettings, generator: Optional[torch.Generator] = None,
+                      progress: bool = False) -> tuple:
     """Train G and D on (real mention feature, its concept's y_d) pairs.
 
     features (Tensor): (n, feature_dim) real mention features y_m.
@@ -131,9 +131,12 @@ def train_feature_gan(features: torch.Tensor, descriptions: torch.Tensor,
         (rows repeat for a concept with several mentions).
     generator (torch.Generator): seeds the shuffles (the networks' weights and
         the noise follow torch's global seed, which spaCy's [training] seed sets).
+    progress (bool): a progress bar over the epochs.
     RETURNS (Tuple[FeatureGenerator, FeatureCritic, GANHistory]).
     """
     import time
+
+    from tqdm import tqdm
 
     start = time.perf_counter()
     device = features.device
@@ -146,7 +149,8 @@ def train_feature_gan(features: torch.Tensor, descriptions: torch.Tensor,
     history = GANHistory()
     n = features.shape[0]
     size = max(1, min(settings.batch_size, n))
-    for _ in range(settings.epochs):
+    for _ in tqdm(range(settings.epochs), desc="Training the feature GAN", unit=" epochs",
+                  disable=not progress):
         order = torch.randperm(n, generator=generator).to(device)
         batches = [order[i:i + size] for i in range(0, n, size)]
         distances, penalties = [], []

@@ -114,9 +114,9 @@ def spy_on_gan(monkeypatch) -> dict:
     seen = {}
     real_train = biofeg_module.train_feature_gan
 
-    def spy(features, descriptions, settings):
+    def spy(features, descriptions, settings, **kwargs):
         seen["conditions"] = descriptions.cpu().numpy()
-        return real_train(features, descriptions, settings)
+        return real_train(features, descriptions, settings, **kwargs)
 
     monkeypatch.setattr(biofeg_module, "train_feature_gan", spy)
     return seen
