@@ -50,7 +50,7 @@ def biofeg_command(
     pipeline: Path = typer.Argument(..., help="A trained pipeline with a bioel_linker (separate towers, saved training mentions)"),
     output: Optional[Path] = typer.Option(None, "--output", help="Where to save the fine-tuned pipeline (default: in place; nothing is saved with --no-finetune)"),
     settings: List[str] = typer.Option([], "--set", help="KEY=VALUE of [components.bioel_linker.biofeg] (spacy-bioel.BioFEG.v1), over the pipeline's own block; repeatable"),
-    tries: List[str] = typer.Option([], "--try", help="GAN settings to compare first, comma-separated KEY=VALUE; repeatable. Each trains the GAN without the held-out seen concepts; the best on them (generated top-10, then top-1) is used"),
+    tries: List[str] = typer.Option([], "--try", help="GAN settings to compare first, comma-separated KEY=VALUE; repeatable or ';'-separated. Each trains the GAN without the held-out seen concepts; the best on them (generated top-10, then top-1) is used. A single one is used as given"),
     heldout: float = typer.Option(0.1, "--heldout", help="Share of the seen concepts held out of the GAN while comparing --try settings"),
     iterations: int = typer.Option(1, "--iterations", help="GAN + fine-tuning rounds (the retriever is not retrained in between)"),
     finetune: bool = typer.Option(True, "--finetune/--no-finetune", help="Fine-tune the concept tower and save (else: measure the GAN only)"),
@@ -75,7 +75,9 @@ def biofeg_command(
     block = dict(nlp.config["components"][linker.name].get("biofeg") or {})
     block.pop("@misc", None)
     base = {**block, **parse_settings(settings, "--set"), "report": None}
-    grid = [parse_settings([t], "--try") for t in tries]
+    grid = [parse_settings([t], "--try") for value in tries for t in value.split(";") if t.strip()]
+    if len(grid) == 1:  # nothing to compare
+        base.update(grid.pop())
     result: Dict[str, Any] = {"pipeline": str(pipeline), "settings": base, "tries": []}
     lines = [f"| try | {' | '.join(COLUMNS)} |", "|---|" + "---:|" * len(COLUMNS)]
     cache: Optional[Any] = None

@@ -53,7 +53,7 @@ def test_biofeg_command_compares_settings_then_finetunes(tiny_bert_dir, tmp_path
     report = tmp_path / "biofeg.json"
     result = CliRunner().invoke(app, [
         "biofeg", str(base), "--output", str(tmp_path / "out"), "--report", str(report),
-        "--try", "gan_learning_rate=0.001", "--try", "gan_learning_rate=0.01,gan_epochs=2",
+        "--try", "gan_learning_rate=0.001;gan_learning_rate=0.01,gan_epochs=2",
         "--heldout", "0.5", "--set", f"description_encoder={tiny_bert_dir}"])
     assert result.exit_code == 0, result.output
     data = srsly.read_json(report)
@@ -78,3 +78,20 @@ def test_biofeg_command_names_a_bad_setting(tiny_bert_dir, tmp_path):
     with pytest.raises(BioELError) as err:
         parse_settings(["gan_lr=0.1"], "--try")
     assert err.value.code == "E196" and "gan_learning_rate" in str(err.value)
+
+
+def test_biofeg_command_uses_a_single_setting_as_given(tiny_bert_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    from spacy_bioel.cli import app
+
+    base = _saved(tiny_bert_dir, tmp_path)
+    report = tmp_path / "gan.json"
+    result = CliRunner().invoke(app, [
+        "biofeg", str(base), "--no-finetune", "--report", str(report),
+        "--try", "gan_learning_rate=0.01,gan_epochs=2"])
+    assert result.exit_code == 0, result.output
+    data = srsly.read_json(report)
+    assert data["tries"] == [] and "chosen" not in data
+    assert data["settings"]["gan_learning_rate"] == 0.01
+    assert data["history"][0]["gan_epochs"] == 2 and data["history"][0]["unseen_finetuned"] == 0
