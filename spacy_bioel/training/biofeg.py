@@ -248,7 +248,8 @@ def _require_plain_loss(linker: BioELLinker) -> None:
 
 
 def finetune_concept_tower(linker: BioELLinker, features: np.ndarray, gold: np.ndarray,
-                           epochs: int, batch_size: int, learning_rate: float) -> float:
+                           epochs: int, batch_size: int, learning_rate: float,
+                           progress: bool = True) -> float:
     """Fine-tune the concept tower alone on (generated feature, concept) pairs:
     the features stand in for mention embeddings, negatives come from the
     linker's `negatives` stage over the current index, the loss is the
@@ -257,9 +258,11 @@ def finetune_concept_tower(linker: BioELLinker, features: np.ndarray, gold: np.n
     tower frozen for the retriever's epochs (`train_concept_tower = false`,
     the CPU configs) is unfrozen for this step only.
 
+    progress (bool): a progress bar over the batches.
     RETURNS (float): the mean loss of the last epoch.
     """
     import torch
+    from tqdm import tqdm
 
     from ..encoders.thinc_biencoder import tokenize, torch_module
 
@@ -282,7 +285,8 @@ def finetune_concept_tower(linker: BioELLinker, features: np.ndarray, gold: np.n
         for _ in range(max(1, epochs)):
             losses = []
             order = linker.rng.permutation(len(gold))
-            for start in range(0, len(order), batch_size):
+            for start in tqdm(range(0, len(order), batch_size), desc="Fine-tuning the concept "
+                              "tower", unit=" batches", disable=not progress):
                 rows = order[start:start + batch_size]
                 queries, concepts = features[rows], gold[rows].tolist()
                 positives, negatives, p = linker.negatives(queries, concepts, linker.index,
