@@ -115,5 +115,6 @@ def biofeg_command(
     report.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     typer.echo("\n".join(lines))
     if finetune:
+        (output or pipeline).parent.mkdir(parents=True, exist_ok=True)
         nlp.to_disk(output or pipeline)
         typer.echo(f"Saved to {output or pipeline}")

@@ -52,7 +52,7 @@ def test_biofeg_command_compares_settings_then_finetunes(tiny_bert_dir, tmp_path
     base = _saved(tiny_bert_dir, tmp_path)
     report = tmp_path / "biofeg.json"
     result = CliRunner().invoke(app, [
-        "biofeg", str(base), "--output", str(tmp_path / "out"), "--report", str(report),
+        "biofeg", str(base), "--output", str(tmp_path / "new" / "out"), "--report", str(report),
         "--try", "gan_learning_rate=0.001;gan_learning_rate=0.01,gan_epochs=2",
         "--heldout", "0.5", "--set", f"description_encoder={tiny_bert_dir}"])
     assert result.exit_code == 0, result.output
@@ -64,7 +64,7 @@ def test_biofeg_command_compares_settings_then_finetunes(tiny_bert_dir, tmp_path
     assert data["history"][0]["unseen_finetuned"] == 4
     assert "generated_top10_heldout" in report.with_suffix(".md").read_text()
     before = find_linker(load_pipeline(base), None)
-    after = find_linker(load_pipeline(tmp_path / "out"), None)
+    after = find_linker(load_pipeline(tmp_path / "new" / "out"), None)
     assert np.allclose(before.embed(["colon cancer"], "mention"),
                        after.embed(["colon cancer"], "mention"))  # the mention tower: untouched
     assert not np.allclose(before.index.vectors(slice(None)), after.index.vectors(slice(None)))
