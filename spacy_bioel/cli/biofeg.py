@@ -40,7 +40,8 @@ def parse_settings(items: List[str], option: str) -> Dict[str, Any]:
 
 
 def _row(name: str, record: Dict[str, Any]) -> str:
-    cells = [f"{100 * record[c]:.2f}" if "top" in c else f"{record.get(c, float('nan')):.2f}"
+    nan = float("nan")  # a held-out column without held-out concepts (--heldout 0)
+    cells = [f"{100 * record.get(c, nan):.2f}" if "top" in c else f"{record.get(c, nan):.2f}"
              for c in COLUMNS]
     return f"| {name} | " + " | ".join(cells) + " |"
 
@@ -79,7 +80,7 @@ def biofeg_command(
     if len(grid) == 1:  # nothing to compare
         base.update(grid.pop())
     result: Dict[str, Any] = {"pipeline": str(pipeline), "settings": base, "tries": []}
-    lines = [f"| try | {' | '.join(COLUMNS)} |", "|---|" + "---:|" * len(COLUMNS)]
+    lines: List[str] = []
     cache: Optional[Any] = None
     for params in grid:
         fix_random_seed(seed)
@@ -96,8 +97,9 @@ def biofeg_command(
                                                    r.get("generated_top1_heldout", 0)))
         base.update(best["settings"])
         result["chosen"] = best["settings"]
-        lines.append(f"\nchosen on {result['tries'][0].get('heldout_concepts')} held-out seen "
-                     f"concepts: {best['settings']}")
+        lines = [f"| try | {' | '.join(COLUMNS)} |", "|---|" + "---:|" * len(COLUMNS), *lines,
+                 "", f"chosen on {result['tries'][0].get('heldout_concepts')} held-out seen "
+                 f"concepts: {best['settings']}", ""]
     fix_random_seed(seed)
     linker.rng = np.random.default_rng(seed)
     feg = create_biofeg(**base)
@@ -107,8 +109,8 @@ def biofeg_command(
         feg.run(linker, finetune=finetune)
         result["history"] = feg.history
         write_json(report, result)
-    lines.append(f"\n| iteration | {' | '.join(k for k in feg.history[0])} |")
-    lines.append("|---:|" + "---:|" * (len(feg.history[0]) - 1))
+    lines.append(f"| {' | '.join(feg.history[0])} |")
+    lines.append("|" + "---:|" * len(feg.history[0]))
     for record in feg.history:
         lines.append("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v)
                                        for v in record.values()) + " |")

@@ -62,7 +62,12 @@ def test_biofeg_command_compares_settings_then_finetunes(tiny_bert_dir, tmp_path
     assert all(t["heldout_concepts"] == 2 for t in data["tries"])
     assert data["chosen"] in [t["settings"] for t in data["tries"]]
     assert data["history"][0]["unseen_finetuned"] == 4
-    assert "generated_top10_heldout" in report.with_suffix(".md").read_text()
+    md = report.with_suffix(".md").read_text().splitlines()
+    assert md[0].startswith("| try | gan_wasserstein_last") and len(md[2:4]) == 2
+    assert all(line.startswith("| gan_learning_rate=") for line in md[2:4])
+    assert md[5].startswith("chosen on 2 held-out")
+    header, rule, row = md[7:10]  # the iteration table: one cell per column
+    assert header.count("|") == rule.count("|") == row.count("|")
     before = find_linker(load_pipeline(base), None)
     after = find_linker(load_pipeline(tmp_path / "new" / "out"), None)
     assert np.allclose(before.embed(["colon cancer"], "mention"),
