@@ -189,6 +189,9 @@ class BioFEG:
                            linker.cfg["encode_batch_size"])
         conditions = self.describe(linker.kb, [cid for _, cid in mentions])
         record["describe_seconds"] = round(time.perf_counter() - started, 1)
+        if self.gan.residual and conditions.shape[1] != real.shape[1]:
+            raise BioELError(Errors.E197.format(description_dim=conditions.shape[1],
+                                                feature_dim=real.shape[1]))
         gen, _, history = train_feature_gan(torch.from_numpy(real[rows]).to(device),
                                             torch.from_numpy(conditions[rows]).to(device),
                                             self.gan, progress=True)

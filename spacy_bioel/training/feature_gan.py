@@ -45,13 +45,20 @@ class FeatureGenerator(nn.Module):
     normalize (bool): L2-normalise the output. A cosine bi-encoder's mention
         features lie on the unit sphere; without this the generator must learn
         the norm first, and the critic separates real from fake by norm alone.
+    residual (bool): add y_d to the network's output (y~_m = y_d + MLP(y_d, z)),
+        so G starts at the description and learns the shift to mentions; needs
+        description_dim == feature_dim. Not in the paper.
     """
 
     def __init__(self, description_dim: int, feature_dim: int, noise_dim: int = 0,
-                 hidden: int = 768, normalize: bool = False) -> None:
+                 hidden: int = 768, normalize: bool = False, residual: bool = False) -> None:
         super().__init__()
+        if residual and description_dim != feature_dim:
+            raise ValueError(f"A residual generator needs descriptions as wide as the features "
+                             f"({description_dim} != {feature_dim}).")
         self.noise_dim = int(noise_dim) or int(description_dim)
         self.normalize = bool(normalize)
+        self.residual = bool(residual)
         self.net = _mlp(description_dim + self.noise_dim, hidden, feature_dim)
 
     def forward(self, descriptions: torch.Tensor, noise: Optional[torch.Tensor] = None
@@ -59,6 +66,8 @@ class FeatureGenerator(nn.Module):
         if noise is None:
             noise = torch.randn(descriptions.shape[0], self.noise_dim, device=descriptions.device)
         out = self.net(torch.cat([descriptions, noise], dim=1))
+        if self.residual:
+            out = out + descriptions
         return nn.functional.normalize(out, dim=1) if self.normalize else out
 
 
@@ -103,6 +112,7 @@ class GANSettings:
     noise_dim: int = 0
     batch_size: int = 64
     normalize: bool = False
+    residual: bool = False
 
 
 @dataclass
@@ -141,7 +151,7 @@ def train_feature_gan(features: torch.Tensor, descriptions: torch.Tensor,
     start = time.perf_counter()
     device = features.device
     gen = FeatureGenerator(descriptions.shape[1], features.shape[1], settings.noise_dim,
-                           settings.hidden, settings.normalize).to(device)
+                           settings.hidden, settings.normalize, settings.residual).to(device)
     critic = FeatureCritic(features.shape[1], descriptions.shape[1], settings.hidden).to(device)
     betas = (0.0, 0.9)  # Gulrajani et al. 2017, Algorithm 1
     opt_g = torch.optim.Adam(gen.parameters(), lr=settings.learning_rate, betas=betas)

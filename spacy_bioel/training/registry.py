@@ -47,7 +47,7 @@ def create_biofeg(iterations: int = 3, description_encoder: str = "embedded:all-
                   finetune_epochs: int = 1, finetune_learning_rate: float = 2e-5,
                   finetune_batch_size: int = 64, description_chars: int = 400,
                   report: Optional[str] = None, normalize_features: bool = True,
-                  heldout_seen: float = 0.0):
+                  heldout_seen: float = 0.0, residual_generator: bool = False):
     """BioFEG steps 2-3 after each of the first `iterations` epochs (Sui et al.,
     Secs. 3.2-3.5): a WGAN-GP (eq. 5; `gan_*`, `critic_steps`, `penalty`, `hidden`,
     `noise_dim`, Sec. 4.2's values by default) conditioned on description
@@ -57,7 +57,9 @@ def create_biofeg(iterations: int = 3, description_encoder: str = "embedded:all-
     rewritten with each iteration's record (GAN, fine-tuning, realism, seconds).
     `normalize_features`: G's output on the unit sphere, where a cosine model's
     mention features lie. `heldout_seen`: share of seen concepts kept out of
-    the GAN to measure the realism of its features on them (dev)."""
+    the GAN to measure the realism of its features on them (dev).
+    `residual_generator`: G adds y_d to its output (not in the paper; needs the
+    description encoder's width to equal the linker's)."""
     from .biofeg import BioFEG
     from .feature_gan import GANSettings
 
@@ -68,7 +70,8 @@ def create_biofeg(iterations: int = 3, description_encoder: str = "embedded:all-
                       hidden=as_int("biofeg.hidden", hidden, 1),
                       noise_dim=as_int("biofeg.noise_dim", noise_dim, 0),
                       batch_size=as_int("biofeg.gan_batch_size", gan_batch_size, 1),
-                      normalize=as_bool("biofeg.normalize_features", normalize_features))
+                      normalize=as_bool("biofeg.normalize_features", normalize_features),
+                      residual=as_bool("biofeg.residual_generator", residual_generator))
     return BioFEG(as_int("biofeg.iterations", iterations, 0), description_encoder, gan,
                   as_int("biofeg.features_per_concept", features_per_concept, 1),
                   as_int("biofeg.max_unseen", max_unseen, 0),

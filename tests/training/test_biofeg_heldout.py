@@ -100,3 +100,24 @@ def test_biofeg_command_uses_a_single_setting_as_given(tiny_bert_dir, tmp_path):
     assert data["tries"] == [] and "chosen" not in data
     assert data["settings"]["gan_learning_rate"] == 0.01
     assert data["history"][0]["gan_epochs"] == 2 and data["history"][0]["unseen_finetuned"] == 0
+
+
+def test_residual_generator_starts_from_the_description():
+    """y~_m = y_d + MLP(y_d, z): with the MLP's last layer at zero, G returns y_d."""
+    gen = FeatureGenerator(description_dim=4, feature_dim=4, hidden=8, residual=True)
+    torch.nn.init.zeros_(gen.net[-1].weight)
+    torch.nn.init.zeros_(gen.net[-1].bias)
+    descriptions = torch.randn(3, 4)
+    assert torch.allclose(gen(descriptions), descriptions)
+    with pytest.raises(ValueError):
+        FeatureGenerator(description_dim=3, feature_dim=4, residual=True)
+
+
+def test_residual_generator_refuses_other_widths(tiny_bert_dir):
+    _, linker, _ = build(tiny_bert_dir, residual_generator=True)
+    linker.biofeg.describe(linker.kb, ["D1"])  # the tiny encoder: as wide as the linker
+    linker.biofeg._descriptions = {k: np.zeros(3, dtype=np.float32)
+                                   for k in linker.kb.concept_ids}
+    with pytest.raises(BioELError) as err:
+        linker.biofeg.fit_gan(linker)
+    assert err.value.code == "E197"
