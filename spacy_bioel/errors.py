@@ -255,12 +255,12 @@ class Errors(metaclass=ErrorsWithCodes):
     E195 = ("BioFEG learns from the linker's training mentions, but component '{name}' has "
             "none: it was initialized without a training corpus. Initialize it on gold "
             "training data (spacy train does), or set [components.bioel_linker.biofeg] to null.")
+    E196 = ("BioFEG setting '{item}' in {option} is not KEY=VALUE with a key of "
+            "spacy-bioel.BioFEG.v1. Use one of: {keys}.")
     E197 = ("BioFEG's residual generator adds y_d to its output, but the description "
             "encoder gives {description_dim}-d vectors and the linker {feature_dim}-d ones. Use "
             "a description_encoder as wide as the linker's encoder, or set "
             "residual_generator = false.")
-    E196 = ("BioFEG setting '{item}' in {option} is not KEY=VALUE with a key of "
-            "spacy-bioel.BioFEG.v1. Use one of: {keys}.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

@@ -81,14 +81,14 @@ def biofeg_command(
         base.update(grid.pop())
     result: Dict[str, Any] = {"pipeline": str(pipeline), "settings": base, "tries": []}
     lines: List[str] = []
-    cache: Optional[Any] = None
+    first: Optional[Any] = None  # the BioFEG whose descriptions every later one shares
+    real = None  # the mention tower and the index stay put while settings are compared
     for params in grid:
         fix_random_seed(seed)
         feg = create_biofeg(**{**base, **params, "heldout_seen": heldout})
-        if cache is not None:  # descriptions are encoded once for all tries
-            feg._encoder, feg._descriptions = cache._encoder, cache._descriptions
-        cache = feg
-        _, record = feg.fit_gan(linker)
+        first = feg if first is None else feg.share_descriptions(first)
+        real = real or feg.real_features(linker)
+        _, record = feg.fit_gan(linker, real)
         result["tries"].append({"settings": params, **record})
         lines.append(_row(",".join(f"{k}={v}" for k, v in params.items()), record))
         logger.info("BioFEG try %s: %s", params, record)
@@ -103,8 +103,8 @@ def biofeg_command(
     fix_random_seed(seed)
     linker.rng = np.random.default_rng(seed)
     feg = create_biofeg(**base)
-    if cache is not None:
-        feg._encoder, feg._descriptions = cache._encoder, cache._descriptions
+    if first is not None:
+        feg.share_descriptions(first)
     for _ in range(max(1, iterations)):
         feg.run(linker, finetune=finetune)
         result["history"] = feg.history

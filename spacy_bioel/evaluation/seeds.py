@@ -78,11 +78,12 @@ def summarise(systems: Dict[str, Dict[str, dict]], baseline: Optional[str] = Non
     return rows
 
 
-def _cell(stat: dict) -> str:
+def _cell(stat: dict, scale: float = 100) -> str:
+    """'mean ± std' of `stat` times `scale` (100: percent; 1: counts)."""
     if not stat or stat["mean"] is None:
         return "-"
-    text = f"{100 * stat['mean']:.1f}"
-    return text + (f" ± {100 * stat['std']:.1f}" if stat["std"] is not None else "")
+    text = f"{scale * stat['mean']:.1f}"
+    return text + (f" ± {scale * stat['std']:.1f}" if stat["std"] is not None else "")
 
 
 def seeds_table(rows: Sequence[dict], baseline: Optional[str] = None) -> str:
@@ -103,14 +104,8 @@ def seeds_table(rows: Sequence[dict], baseline: Optional[str] = None) -> str:
         for row in rows:
             kinds = row.get("error_kinds", {})
             lines.append(f"| {row['system']} | " + " | ".join(
-                _count(kinds.get(k, {})) for k in ERROR_KINDS) + " |")
+                _cell(kinds.get(k, {}), scale=1) for k in ERROR_KINDS) + " |")
     return "\n".join(lines) + "\n"
-
-
-def _count(stat: dict) -> str:
-    if not stat or stat["mean"] is None:
-        return "-"
-    return f"{stat['mean']:.1f}" + (f" ± {stat['std']:.1f}" if stat["std"] is not None else "")
 
 
 __all__ = ["seed_of", "summarise", "seeds_table", "METRICS", "ERROR_KINDS"]

@@ -136,9 +136,9 @@ class BioFEG:
         if self.max_unseen and len(unseen) > self.max_unseen:
             unseen = sorted(linker.rng.choice(unseen, self.max_unseen, replace=False).tolist())
         record["unseen_finetuned"] = len(unseen) if finetune else 0
+        if not unseen:
+            logger.info("BioFEG: every concept has a training mention; nothing to fine-tune")
         if not unseen or not finetune:
-            if not unseen:
-                logger.info("BioFEG: every concept has a training mention; nothing to fine-tune")
             return self._record(record)
         record["generated_top1_unseen_before"], record["generated_top10_unseen_before"] = \
             self._realism(linker, gen, unseen)
@@ -157,25 +157,43 @@ class BioFEG:
             self._realism(linker, gen, unseen)
         return self._record(record)
 
-    def fit_gan(self, linker: BioELLinker) -> tuple:
+    def share_descriptions(self, other: "BioFEG") -> "BioFEG":
+        """Use `other`'s y_d encoder and the descriptions it encoded (settings
+        compared on one linker encode each description once); RETURNS self."""
+        self._encoder, self._descriptions = other._encoder, other._descriptions
+        return self
+
+    def real_features(self, linker: BioELLinker) -> tuple:
+        """The real mention features y_m of the linker's training mentions and,
+        per mention, whether its own concept is the nearest in the name index
+        (the realism scale). Valid until the mention tower or the index moves.
+
+        RETURNS (Tuple[np.ndarray, List[bool]]).
+        """
+        from ..encoders.thinc_biencoder import embed_texts
+
+        _require_trainable(linker)
+        mentions = linker.train_mentions
+        real = embed_texts(linker.model, [text for text, _ in mentions], "mention",
+                           linker.cfg["encode_batch_size"])
+        ids = linker.index.names.concept_ids
+        hits = linker.index.search(real, k=1, names=False)
+        return real, [bool(row) and ids[row[0][0]] == cid for row, (_, cid) in zip(hits, mentions)]
+
+    def fit_gan(self, linker: BioELLinker, real: Optional[tuple] = None) -> tuple:
         """Step 2: the WGAN-GP on the linker's training mentions, less those of
         `heldout_seen` of the seen concepts (drawn with a fixed seed, so every
         setting compared on them sees the same ones), and the realism of its
         features: for seen concepts it trained on, and for the held-out ones
         (a dev measure: real mentions exist, the GAN never saw them).
 
+        real (Optional[tuple]): `real_features(linker)`, when several settings
+            are compared on one linker (None: computed here).
         RETURNS (Tuple[FeatureGenerator, Dict[str, float]]): G and its record.
         """
         import torch
 
-        from ..encoders.thinc_biencoder import embed_texts, torch_module
-
-        module = torch_module(linker.model)
-        if module.shared:
-            raise BioELError(Errors.E194.format(problem="the two towers share one transformer"))
-        if not linker.train_mentions:
-            raise BioELError(Errors.E195.format(name=linker.name))
-        _require_plain_loss(linker)  # before the minutes of GAN training, not after
+        module = _require_trainable(linker)  # before the minutes of GAN training, not after
         started = time.perf_counter()
         mentions = linker.train_mentions
         seen = sorted({cid for _, cid in mentions})
@@ -185,8 +203,7 @@ class BioFEG:
         rows = [i for i, (_, cid) in enumerate(mentions) if cid not in heldout]
         record: Dict[str, float] = {"seen_concepts": len(seen), "heldout_concepts": len(heldout)}
         device = next(module.parameters()).device
-        real = embed_texts(linker.model, [text for text, _ in mentions], "mention",
-                           linker.cfg["encode_batch_size"])
+        real, own = real or self.real_features(linker)
         conditions = self.describe(linker.kb, [cid for _, cid in mentions])
         record["describe_seconds"] = round(time.perf_counter() - started, 1)
         if self.gan.residual and conditions.shape[1] != real.shape[1]:
@@ -196,9 +213,6 @@ class BioFEG:
                                             torch.from_numpy(conditions[rows]).to(device),
                                             self.gan, progress=True)
         record.update({f"gan_{k}": v for k, v in history.summary().items()})
-        ids = linker.index.names.concept_ids
-        hits = linker.index.search(real, k=1, names=False)  # the realism scale: real features
-        own = [bool(row) and ids[row[0][0]] == cid for row, (_, cid) in zip(hits, mentions)]
         record["real_top1_seen"] = float(np.mean(own))
         trained = [linker.concept_index[c] for c in seen if c not in heldout]
         record["generated_top1_seen"], record["generated_top10_seen"] = \
@@ -241,6 +255,20 @@ class BioFEG:
         top1 = [bool(row) and row[0][0] == g for row, g in zip(hits, gold)]
         top10 = [any(c == g for c, *_ in row) for row, g in zip(hits, gold)]
         return float(np.mean(top1)), float(np.mean(top10))
+
+
+def _require_trainable(linker: BioELLinker):
+    """E194 (shared towers), E195 (no training mentions), E192 (GraphPrompt);
+    RETURNS the linker's torch module."""
+    from ..encoders.thinc_biencoder import torch_module
+
+    module = torch_module(linker.model)
+    if module.shared:
+        raise BioELError(Errors.E194.format(problem="the two towers share one transformer"))
+    if not linker.train_mentions:
+        raise BioELError(Errors.E195.format(name=linker.name))
+    _require_plain_loss(linker)
+    return module
 
 
 def _require_plain_loss(linker: BioELLinker) -> None:
