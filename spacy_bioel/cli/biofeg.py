@@ -105,8 +105,8 @@ def biofeg_command(
     feg = create_biofeg(**base)
     if first is not None:
         feg.share_descriptions(first)
-    for _ in range(max(1, iterations)):
-        feg.run(linker, finetune=finetune)
+    for i in range(max(1, iterations)):
+        feg.run(linker, finetune=finetune, real=real if i == 0 else None)
         result["history"] = feg.history
         write_json(report, result)
     lines.append(f"| {' | '.join(feg.history[0])} |")

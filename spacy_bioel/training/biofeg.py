@@ -17,6 +17,10 @@ References:
       concept) pairs with hard negatives and the linker's own loss (eq. 4,
       Sec. 3.5); the mention tower is not touched;
     - re-encodes the KB's names once.
+With `finetune_real_share` > 0 (not in the paper, where step 1 of the next
+iteration retrains on real mentions), each fine-tuning batch also holds real
+(mention feature, seen concept) pairs, which keep the seen concepts where the
+retriever put them while the unseen ones move.
 It also measures how realistic the generated features are: the share whose
 nearest concept in the name index (or one of the 10 nearest) is the concept
 they were generated for, for seen concepts the GAN trained on, for seen
@@ -78,6 +82,9 @@ class BioFEG:
     heldout_seen (float): share of the seen concepts whose mentions the GAN
         does not train on, to measure the realism of features generated for
         concepts it never saw against real mentions (a dev measure; 0: none).
+    finetune_real_share (float): share of each fine-tuning batch made of real
+        (training mention feature, its concept) pairs, drawn at random (0: the
+        paper's generated pairs alone).
     """
 
     def __init__(self, iterations: int = 3, description_encoder: str = "embedded:all-MiniLM-L6-v2",
@@ -85,7 +92,7 @@ class BioFEG:
                  max_unseen: int = 0, finetune_epochs: int = 1,
                  finetune_learning_rate: float = 2e-5, finetune_batch_size: int = 64,
                  description_chars: int = 400, report: Optional[str] = None,
-                 heldout_seen: float = 0.0) -> None:
+                 heldout_seen: float = 0.0, finetune_real_share: float = 0.0) -> None:
         self.iterations = int(iterations)
         self.description_encoder = description_encoder
         self.gan = gan or GANSettings()
@@ -97,6 +104,7 @@ class BioFEG:
         self.description_chars = int(description_chars)
         self.report = report
         self.heldout_seen = float(heldout_seen)
+        self.finetune_real_share = float(finetune_real_share)
         self.history: List[Dict[str, float]] = []
         self._encoder = None  # (tokenizer, BiEncoder) of y_d, frozen
         self._descriptions: Dict[str, np.ndarray] = {}
@@ -123,11 +131,14 @@ class BioFEG:
         return np.stack([self._descriptions[cid] for cid in concept_ids])
 
     # ------------------------------------------------------------------ the steps
-    def run(self, linker: BioELLinker, finetune: bool = True) -> Dict[str, float]:
+    def run(self, linker: BioELLinker, finetune: bool = True,
+            real: Optional[tuple] = None) -> Dict[str, float]:
         """Steps 2-3 on `linker` (its name index must be current); RETURNS the
-        record. `finetune=False`: step 2 and the realism of its features only."""
+        record. `finetune=False`: step 2 and the realism of its features only.
+        `real`: `real_features(linker)` when already computed."""
         record: Dict[str, float] = {"iteration": len(self.history) + 1}
-        gen, gan_record = self.fit_gan(linker)
+        real = real or self.real_features(linker)
+        gen, gan_record = self.fit_gan(linker, real)
         record.update(gan_record)
         ids = linker.index.names.concept_ids
         seen = {cid for _, cid in linker.train_mentions}
@@ -144,10 +155,16 @@ class BioFEG:
             self._realism(linker, gen, unseen)
         fake = self._generate(linker, gen, unseen)
         gold = np.repeat(np.asarray(unseen), self.features_per_concept)
+        anchors = None
+        if self.finetune_real_share > 0:
+            rows = [(i, linker.concept_index[cid]) for i, (_, cid)
+                    in enumerate(linker.train_mentions) if cid in linker.concept_index]
+            anchors = (real[0][[i for i, _ in rows]], np.asarray([c for _, c in rows]))
+            record["finetune_real_pairs"] = len(rows)
         started = time.perf_counter()
         record["finetune_loss"] = finetune_concept_tower(
             linker, fake, gold, self.finetune_epochs, self.finetune_batch_size,
-            self.finetune_learning_rate)
+            self.finetune_learning_rate, anchors=anchors, real_share=self.finetune_real_share)
         record["finetune_seconds"] = round(time.perf_counter() - started, 1)
         started = time.perf_counter()
         linker.index.stale = True  # the KB is re-encoded once after fine-tuning (Sec. 3.2)
@@ -280,7 +297,8 @@ def _require_plain_loss(linker: BioELLinker) -> None:
 
 def finetune_concept_tower(linker: BioELLinker, features: np.ndarray, gold: np.ndarray,
                            epochs: int, batch_size: int, learning_rate: float,
-                           progress: bool = True) -> float:
+                           progress: bool = True, anchors: Optional[tuple] = None,
+                           real_share: float = 0.0) -> float:
     """Fine-tune the concept tower alone on (generated feature, concept) pairs:
     the features stand in for mention embeddings, negatives come from the
     linker's `negatives` stage over the current index, the loss is the
@@ -289,6 +307,9 @@ def finetune_concept_tower(linker: BioELLinker, features: np.ndarray, gold: np.n
     tower frozen for the retriever's epochs (`train_concept_tower = false`,
     the CPU configs) is unfrozen for this step only.
 
+    anchors (Optional[Tuple[np.ndarray, np.ndarray]]): real mention features
+        and their concepts' index rows; `real_share` of each batch is drawn
+        from them at random, the rest are generated pairs.
     progress (bool): a progress bar over the batches.
     RETURNS (float): the mean loss of the last epoch.
     """
@@ -312,20 +333,26 @@ def finetune_concept_tower(linker: BioELLinker, features: np.ndarray, gold: np.n
     was_training = module.training
     module.train()
     losses: List[float] = []
+    n_real = int(round(batch_size * real_share)) if anchors is not None and len(anchors[1]) else 0
+    step = max(1, batch_size - n_real)  # generated pairs per batch
     try:
         for _ in range(max(1, epochs)):
             losses = []
             order = linker.rng.permutation(len(gold))
-            for start in tqdm(range(0, len(order), batch_size), desc="Fine-tuning the concept "
+            for start in tqdm(range(0, len(order), step), desc="Fine-tuning the concept "
                               "tower", unit=" batches", disable=not progress):
-                rows = order[start:start + batch_size]
+                rows = order[start:start + step]
                 queries, concepts = features[rows], gold[rows].tolist()
+                if n_real:
+                    picked = linker.rng.integers(0, len(anchors[1]), n_real)
+                    queries = np.concatenate([queries, anchors[0][picked]]).astype(np.float32)
+                    concepts = concepts + anchors[1][picked].tolist()
                 positives, negatives, p = linker.negatives(queries, concepts, linker.index,
                                                            linker.rng)
                 ids, mask = tokenize(linker.model, [names.names[i] for i in positives + negatives],
                                      device)
                 encoded = module.encode("concept", ids, mask)
-                size = len(rows)
+                size = len(concepts)
                 hard = encoded[size:].reshape(size, p, -1) if p else None
                 m = torch.from_numpy(queries).to(device)
                 loss = linker.loss(m, encoded[:size], hard, torch.tensor(concepts, device=device),

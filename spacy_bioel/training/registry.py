@@ -47,7 +47,8 @@ def create_biofeg(iterations: int = 3, description_encoder: str = "embedded:all-
                   finetune_epochs: int = 1, finetune_learning_rate: float = 2e-5,
                   finetune_batch_size: int = 64, description_chars: int = 400,
                   report: Optional[str] = None, normalize_features: bool = True,
-                  heldout_seen: float = 0.0, residual_generator: bool = False):
+                  heldout_seen: float = 0.0, residual_generator: bool = False,
+                  finetune_real_share: float = 0.0):
     """BioFEG steps 2-3 after each of the first `iterations` epochs (Sui et al.,
     Secs. 3.2-3.5): a WGAN-GP (eq. 5; `gan_*`, `critic_steps`, `penalty`, `hidden`,
     `noise_dim`, Sec. 4.2's values by default) conditioned on description
@@ -59,7 +60,9 @@ def create_biofeg(iterations: int = 3, description_encoder: str = "embedded:all-
     mention features lie. `heldout_seen`: share of seen concepts kept out of
     the GAN to measure the realism of its features on them (dev).
     `residual_generator`: G adds y_d to its output (not in the paper; needs the
-    description encoder's width to equal the linker's)."""
+    description encoder's width to equal the linker's). `finetune_real_share`:
+    share of each fine-tuning batch made of real training-mention pairs (not in
+    the paper; keeps the seen concepts in place)."""
     from .biofeg import BioFEG
     from .feature_gan import GANSettings
 
@@ -79,4 +82,5 @@ def create_biofeg(iterations: int = 3, description_encoder: str = "embedded:all-
                   as_float("biofeg.finetune_learning_rate", finetune_learning_rate, 0),
                   as_int("biofeg.finetune_batch_size", finetune_batch_size, 1),
                   as_int("biofeg.description_chars", description_chars, 1), report or None,
-                  as_float("biofeg.heldout_seen", heldout_seen, 0, 0.9))
+                  as_float("biofeg.heldout_seen", heldout_seen, 0, 0.9),
+                  as_float("biofeg.finetune_real_share", finetune_real_share, 0, 0.9))

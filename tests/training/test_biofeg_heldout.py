@@ -121,3 +121,33 @@ def test_residual_generator_refuses_other_widths(tiny_bert_dir):
     with pytest.raises(BioELError) as err:
         linker.biofeg.fit_gan(linker)
     assert err.value.code == "E197"
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5])
+def test_finetuning_batches_mix_in_real_pairs(tiny_bert_dir, monkeypatch, share):
+    """With finetune_real_share = 0.5 each fine-tuning batch of 4 holds 2
+    generated features of unseen concepts (D5-D8) and 2 real training-mention
+    features of seen ones (D1-D4), drawn from the mention tower's outputs."""
+    _, linker, _ = build(tiny_bert_dir, finetune_batch_size=4, finetune_real_share=share)
+    real, _ = linker.biofeg.real_features(linker)
+    batches = []
+    loss = linker.loss
+
+    def spy(m, positives, hard, concepts, targets):
+        batches.append((m.detach().numpy().copy(), concepts.tolist()))
+        return loss(m, positives, hard, concepts, targets)
+
+    monkeypatch.setattr(linker, "loss", spy)
+    record = linker.biofeg.run(linker)
+    ids = linker.index.names.concept_ids
+    seen = {"D1", "D2", "D3", "D4"}
+    kinds = [[ids[c] in seen for c in concepts] for _, concepts in batches]
+    assert sum(not k for row in kinds for k in row) == record["unseen_finetuned"]
+    if not share:
+        assert len(batches) == 1 and not any(k for row in kinds for k in row)
+        assert "finetune_real_pairs" not in record
+        return
+    assert len(batches) == 2 and all(row == [False, False, True, True] for row in kinds)
+    assert record["finetune_real_pairs"] == len(linker.train_mentions)
+    for queries, _ in batches:  # the real rows are training mentions' features
+        assert all(np.isclose(real @ q, 1.0, atol=1e-4).any() for q in queries[2:])
