@@ -102,6 +102,9 @@ def biofeg_command(
                  f"concepts: {best['settings']}", ""]
     fix_random_seed(seed)
     linker.rng = np.random.default_rng(seed)
+    # the pipeline's own block fills what --set / --try leave out (say, the GAN's learning rate of
+    # the config it was trained with): shown before the minutes of training
+    logger.info("BioFEG settings: %s", base)
     feg = create_biofeg(**base)
     if first is not None:
         feg.share_descriptions(first)
