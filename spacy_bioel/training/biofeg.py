@@ -156,11 +156,10 @@ class BioFEG:
         fake = self._generate(linker, gen, unseen)
         gold = np.repeat(np.asarray(unseen), self.features_per_concept)
         anchors = None
-        if self.finetune_real_share > 0:
-            rows = [(i, linker.concept_index[cid]) for i, (_, cid)
-                    in enumerate(linker.train_mentions) if cid in linker.concept_index]
-            anchors = (real[0][[i for i, _ in rows]], np.asarray([c for _, c in rows]))
-            record["finetune_real_pairs"] = len(rows)
+        if self.finetune_real_share > 0:  # training mentions' concepts come from the index
+            anchors = (real[0], np.asarray([linker.concept_index[cid]
+                                            for _, cid in linker.train_mentions]))
+            record["finetune_real_pairs"] = len(anchors[1])
         started = time.perf_counter()
         record["finetune_loss"] = finetune_concept_tower(
             linker, fake, gold, self.finetune_epochs, self.finetune_batch_size,
@@ -333,7 +332,7 @@ def finetune_concept_tower(linker: BioELLinker, features: np.ndarray, gold: np.n
     was_training = module.training
     module.train()
     losses: List[float] = []
-    n_real = int(round(batch_size * real_share)) if anchors is not None and len(anchors[1]) else 0
+    n_real = int(round(batch_size * real_share)) if anchors is not None else 0
     step = max(1, batch_size - n_real)  # generated pairs per batch
     try:
         for _ in range(max(1, epochs)):
@@ -345,7 +344,7 @@ def finetune_concept_tower(linker: BioELLinker, features: np.ndarray, gold: np.n
                 queries, concepts = features[rows], gold[rows].tolist()
                 if n_real:
                     picked = linker.rng.integers(0, len(anchors[1]), n_real)
-                    queries = np.concatenate([queries, anchors[0][picked]]).astype(np.float32)
+                    queries = np.concatenate([queries, anchors[0][picked]])
                     concepts = concepts + anchors[1][picked].tolist()
                 positives, negatives, p = linker.negatives(queries, concepts, linker.index,
                                                            linker.rng)
