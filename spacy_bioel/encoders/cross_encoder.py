@@ -25,6 +25,13 @@ class CrossEncoder(nn.Module):
     transformer (nn.Module): A `transformers` model (AutoModel).
     pooling (str): 'mean' (Wiatrak et al.) or 'cls'.
     dropout (float): Dropout on the pooled vector while training.
+    zero_head (bool): Start the head at zero weight and bias, so every pair
+        scores 0 until training moves it: a reranker that adds the linker's log
+        score (`linker_weight`) then starts exactly at the linker's ranking, and
+        learns a correction of it (the zero-initialised residual branch of
+        ReZero, Bachlechner et al. 2021). The head's weight still gets a
+        gradient (the pooled vector), and the transformer one after the first
+        step.
 
     Inputs (forward): input_ids, attention_mask and, for BERT-style models,
         token_type_ids: (n_pairs, seq_len) int tensors.
@@ -36,7 +43,8 @@ class CrossEncoder(nn.Module):
         ...                             return_tensors="pt"))
     """
 
-    def __init__(self, transformer: nn.Module, pooling: str = "mean", dropout: float = 0.1) -> None:
+    def __init__(self, transformer: nn.Module, pooling: str = "mean", dropout: float = 0.1,
+                 zero_head: bool = False) -> None:
         super().__init__()
         if pooling not in POOLINGS:
             from ..errors import BioELError, Errors
@@ -45,6 +53,9 @@ class CrossEncoder(nn.Module):
         self.pooling = pooling
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(int(transformer.config.hidden_size), 1)
+        if zero_head:
+            nn.init.zeros_(self.head.weight)
+            nn.init.zeros_(self.head.bias)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: Optional[torch.Tensor] = None) -> torch.Tensor:

@@ -27,7 +27,8 @@ Pairs = List[Tuple[str, str]]
 @registry.architectures("spacy-bioel.CrossEncoder.v1")
 def build_cross_encoder(encoder: str = DEFAULT_ENCODER, pooling: str = "mean",
                         max_length: int = 64, frozen_layers: int = 0, dropout: float = 0.1,
-                        mixed_precision: bool = False) -> Model[Pairs, Floats2d]:
+                        mixed_precision: bool = False,
+                        zero_head: bool = False) -> Model[Pairs, Floats2d]:
     """A cross-encoder over a Hugging Face transformer with a linear head.
 
     encoder (str): A local model directory, a hub name (needs internet), or
@@ -37,11 +38,15 @@ def build_cross_encoder(encoder: str = DEFAULT_ENCODER, pooling: str = "mean",
     frozen_layers (int): Freeze the embeddings and this many bottom layers.
     dropout (float): Dropout on the pooled vector while training.
     mixed_precision (bool): Autocast and gradient scaling on a CUDA device.
+    zero_head (bool): Initialise the linear head at zero, so that a reranker
+        interpolated with the linker's log score starts at the linker's ranking
+        (`reranker.cfg`); False keeps PyTorch's random initialisation.
     """
     return Model("bioel_cross_encoder", forward, init=init, layers=[], dims={"nO": 1},
                  attrs={"encoder": encoder, "pooling": pooling, "max_length": max_length,
                         "frozen_layers": frozen_layers, "dropout": dropout,
-                        "mixed_precision": mixed_precision, "tokenizer": None})
+                        "mixed_precision": mixed_precision, "zero_head": zero_head,
+                        "tokenizer": None})
 
 
 def init(model: Model, X: Optional[Pairs] = None, Y: Optional[Any] = None) -> None:
@@ -71,7 +76,8 @@ def attach_module(model: Model, tokenizer, transformer) -> None:
 
     freeze_bottom(transformer, model.attrs["frozen_layers"], model.attrs["encoder"])
     module = CrossEncoder(transformer, pooling=model.attrs["pooling"],
-                          dropout=model.attrs["dropout"])
+                          dropout=model.attrs["dropout"],
+                          zero_head=bool(model.attrs.get("zero_head", False)))
     mixed = bool(model.attrs["mixed_precision"]) and torch.cuda.is_available()
     model._layers.append(PyTorchWrapper_v2(module, convert_inputs=_make_converter(model),
                                            mixed_precision=mixed))

@@ -389,3 +389,26 @@ def test_evaluate_and_benchmark_report_the_reranker(trained, tmp_path):
     assert result.exit_code == 0, result.output
     assert srsly.read_json(tmp_path / "b.json")["reranker"] == {"top_k": 16, "gate": 0.1,
                                                                 "share_reranked": 0.0}
+
+
+@pytest.mark.parametrize("zero_head", [True, False])
+def test_zero_head_starts_at_the_linker_ranking(tiny_bert_dir, zero_head):
+    import torch
+
+    torch.manual_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("toy_candidate_source")
+    nlp.add_pipe("bioel_reranker", config={
+        "model": {"@architectures": "spacy-bioel.CrossEncoder.v1", "encoder": str(tiny_bert_dir),
+                  "max_length": 48, "zero_head": zero_head},
+        "context_window": 3, "n_synonyms": 1, "learn_nil": False, "linker_weight": 1.0})
+    reranker = nlp.get_pipe("bioel_reranker")
+    reranker.initialize(lambda: examples(nlp), nlp=nlp, kb_loader=toy_kb)
+    docs = run(nlp)
+    ranked = [ent._.kb_ents for doc in docs for ent in doc.ents]
+    probabilities = [[round(p, 6) for _, p in r] for r in ranked]
+    if zero_head:  # s = 0 for every pair: z = log p_upstream, the linker's own order and P
+        assert all([c for c, _ in r] == ["D3", "D2", "D1"] for r in ranked)
+        assert all(p == [0.5, 0.3, 0.2] for p in probabilities)
+    else:  # PyTorch's random head moves the probabilities away from the linker's
+        assert any(p != [0.5, 0.3, 0.2] for p in probabilities)
