@@ -77,7 +77,7 @@ def attach_module(model: Model, tokenizer, transformer) -> None:
     freeze_bottom(transformer, model.attrs["frozen_layers"], model.attrs["encoder"])
     module = CrossEncoder(transformer, pooling=model.attrs["pooling"],
                           dropout=model.attrs["dropout"],
-                          zero_head=bool(model.attrs.get("zero_head", False)))
+                          zero_head=model.attrs["zero_head"])
     mixed = bool(model.attrs["mixed_precision"]) and torch.cuda.is_available()
     model._layers.append(PyTorchWrapper_v2(module, convert_inputs=_make_converter(model),
                                            mixed_precision=mixed))

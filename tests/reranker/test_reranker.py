@@ -44,12 +44,12 @@ def make_doc(nlp, text, spans, with_ids=True):
     return doc
 
 
-def make_nlp(tiny_bert_dir, **settings):
+def make_nlp(tiny_bert_dir, model_settings=None, **settings):
     nlp = spacy.blank("en")
     nlp.add_pipe("toy_candidate_source")
     nlp.add_pipe("bioel_reranker", config={
         "model": {"@architectures": "spacy-bioel.CrossEncoder.v1", "encoder": str(tiny_bert_dir),
-                  "max_length": 48, "dropout": 0.0},
+                  "max_length": 48, "dropout": 0.0, **(model_settings or {})},
         "context_window": 3, "n_synonyms": 1, **settings})
     return nlp
 
@@ -396,12 +396,7 @@ def test_zero_head_starts_at_the_linker_ranking(tiny_bert_dir, zero_head):
     import torch
 
     torch.manual_seed(0)
-    nlp = spacy.blank("en")
-    nlp.add_pipe("toy_candidate_source")
-    nlp.add_pipe("bioel_reranker", config={
-        "model": {"@architectures": "spacy-bioel.CrossEncoder.v1", "encoder": str(tiny_bert_dir),
-                  "max_length": 48, "zero_head": zero_head},
-        "context_window": 3, "n_synonyms": 1, "learn_nil": False, "linker_weight": 1.0})
+    nlp = make_nlp(tiny_bert_dir, {"zero_head": zero_head}, learn_nil=False, linker_weight=1.0)
     reranker = nlp.get_pipe("bioel_reranker")
     reranker.initialize(lambda: examples(nlp), nlp=nlp, kb_loader=toy_kb)
     docs = run(nlp)
