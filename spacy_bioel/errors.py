@@ -44,6 +44,11 @@ class Warnings(metaclass=ErrorsWithCodes):
     W007 = ("{count} concept(s) of KB '{kb}' have no name with a letter or digit (e.g. "
             "{examples}): they are left out of the index and cannot be linked. Give them a "
             "name, or ignore this if they are placeholders.")
+    W008 = ("None of the {n} dev mentions is NIL, so dev cannot tell how well '{name}' "
+            "finds NIL mentions: it keeps the linker's own NIL decisions "
+            "(use_nil_option false, no threshold) instead of choosing the NIL rule that "
+            "predicts NIL least. Tune on dev documents that hold NIL mentions (a larger "
+            "--limit, or none) to let dev choose the learned option or a threshold.")
 
 
 class Errors(metaclass=ErrorsWithCodes):

@@ -5,6 +5,11 @@ NIL (`use_nil_option`; else the threshold or the linker's own NIL decision).
 The upstream components run once and every entity's pairs are scored once;
 the grid replays the decisions from those scores.
 
+Without a gold NIL mention on dev, NIL recall cannot be measured, and
+accuracy alone would choose whichever NIL rule predicts NIL least; so the NIL
+rule is then not tuned: no threshold, and a learned option is left unused
+(the linker's own NIL decisions stand; W008).
+
 Selection: the highest dev accuracy (a gold NIL mention is right when it is
 predicted NIL, a linkable one when its top concept is a gold id and it is not
 NIL); among settings within `tolerance` of it, the one that reranks the fewest
@@ -20,6 +25,7 @@ import numpy as np
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 
+from ..errors import Warnings, warn
 from ..kb.ids import split_gold_ids
 from ..kb.knowledge_base import NIL
 from ..training.readers import gold_spans_doc
@@ -103,15 +109,20 @@ def tune_reranker(nlp: Language, reranker: BioELReranker, docs: Sequence[Doc],
                   thresholds: Optional[Sequence[Optional[float]]] = None,
                   tolerance: float = 0.001) -> Dict[str, Any]:
     """Grid-search linker_weight x gate x nil_threshold (x use_nil_option when a
-    "no concept" option was learned) on dev and set the best
-    on the reranker. Thresholds default to none, plus a grid when dev has gold
-    NIL mentions. RETURNS: {'grid': rows, 'best': row, 'best_ungated': row,
-    'linker_accuracy': the upstream decisions' accuracy (nothing reranked), 'n': mentions}."""
+    "no concept" option was learned) on dev and set the best on the reranker.
+    Thresholds default to none, plus a grid when dev has gold NIL mentions;
+    without one, a learned option is only tried unused (W008).
+    RETURNS: {'grid': rows, 'best': row, 'best_ungated': row, 'linker_accuracy':
+    the upstream decisions' accuracy (nothing reranked), 'n': mentions}."""
     entities = collect(nlp, reranker, docs)
+    has_nil = any(e.gold_nil for e in entities)
     if thresholds is None:
-        has_nil = any(e.gold_nil for e in entities)
         thresholds = (None, *DEFAULT_THRESHOLDS) if has_nil else (None,)
-    options = (True, False) if any(e.nil_logit is not None for e in entities) else (True,)
+    options: Tuple[bool, ...] = (True,)  # without a learned option, "used" changes nothing
+    if any(e.nil_logit is not None for e in entities):
+        options = (True, False) if has_nil else (False,)
+        if not has_nil:
+            warn(Warnings.W008.format(n=len(entities), name=reranker.name))
     rows = []
     for weight in weights:
         for gate in gates:

@@ -11,7 +11,7 @@ from spacy.training import Example
 from thinc.api import Adam, Model
 
 from spacy_bioel import Concept, KnowledgeBase
-from spacy_bioel.errors import BioELError
+from spacy_bioel.errors import BioELError, BioELWarning
 from spacy_bioel.training.readers import gold_spans_doc
 
 TRAIN = [
@@ -286,6 +286,27 @@ def test_tuning_replays_the_decisions_and_sets_the_best(trained):
         reranker.set_option("gate", None)
 
 
+def test_tuning_without_nil_on_dev_keeps_the_linker_nil_decisions(trained):
+    from spacy_bioel.reranker.tuning import tune_reranker
+
+    nlp, _, _ = trained
+    reranker = nlp.get_pipe("bioel_reranker")
+    dev = [make_doc(nlp, t, s) for t, s in TRAIN if all(c != "NIL" for *_, c in s)]
+    before = {key: reranker.cfg[key] for key in
+              ("linker_weight", "gate", "nil_threshold", "use_nil_option")}
+    try:
+        with pytest.warns(BioELWarning, match="W008.*None of the 4 dev mentions is NIL"):
+            result = tune_reranker(nlp, reranker, dev, weights=[0.0, 1.0], gates=[None])
+        # accuracy alone can only lose by predicting NIL here, so it may not choose the rule
+        assert {row["use_nil_option"] for row in result["grid"]} == {False}
+        assert {row["nil_threshold"] for row in result["grid"]} == {None}
+        assert result["best"]["use_nil_option"] is False and result["n"] == 4
+        assert reranker.cfg["use_nil_option"] is False
+    finally:
+        for key, value in before.items():
+            reranker.set_option(key, value)
+
+
 def test_evaluation_overrides_reach_the_reranker(trained):
     from spacy_bioel.evaluation.linkers import run_pipeline
 
@@ -325,8 +346,10 @@ def test_tune_reranker_cli_saves_the_tuned_pipeline(trained, tmp_path):
     missing = runner.invoke(app, ["tune-reranker", str(tmp_path / "pipe"), str(tmp_path / "dev.spacy"),
                                   "--component", "nope", "--no-write"])
     assert missing.exit_code == 1 and "E188" in str(missing.exception)
-    limited = runner.invoke(app, ["tune-reranker", str(tmp_path / "pipe"), str(tmp_path / "dev.spacy"),
-                                  "--output", str(tmp_path / "one.json"), "--limit", "1", "--no-write"])
+    with pytest.warns(BioELWarning, match="W008"):  # the first doc has no NIL mention
+        limited = runner.invoke(app, ["tune-reranker", str(tmp_path / "pipe"),
+                                      str(tmp_path / "dev.spacy"), "--output",
+                                      str(tmp_path / "one.json"), "--limit", "1", "--no-write"])
     assert limited.exit_code == 0, limited.output
     assert srsly.read_json(tmp_path / "one.json")["n"] == 2  # the two mentions of the first doc
 
