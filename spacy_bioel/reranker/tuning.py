@@ -118,11 +118,11 @@ def tune_reranker(nlp: Language, reranker: BioELReranker, docs: Sequence[Doc],
     has_nil = any(e.gold_nil for e in entities)
     if thresholds is None:
         thresholds = (None, *DEFAULT_THRESHOLDS) if has_nil else (None,)
-    options: Tuple[bool, ...] = (True,)  # without a learned option, "used" changes nothing
-    if any(e.nil_logit is not None for e in entities):
-        options = (True, False) if has_nil else (False,)
-        if not has_nil:
-            warn(Warnings.W008.format(n=len(entities), name=reranker.name))
+    learned = any(e.nil_logit is not None for e in entities)
+    if learned and not has_nil:
+        warn(Warnings.W008.format(n=len(entities), name=reranker.name))
+    # without a learned option, "used" changes nothing
+    options = (True, False) if learned and has_nil else (not learned,)
     rows = []
     for weight in weights:
         for gate in gates:
