@@ -49,6 +49,11 @@ class Warnings(metaclass=ErrorsWithCodes):
             "(use_nil_option false, no threshold) instead of choosing the NIL rule that "
             "predicts NIL least. Tune on dev documents that hold NIL mentions (a larger "
             "--limit, or none) to let dev choose the learned option or a threshold.")
+    W009 = ("None of the {n} dev mentions is NIL, yet NIL thresholds were given "
+            "({thresholds}): dev accuracy can only fall when '{name}' predicts NIL, so the "
+            "choice among them favours the one that predicts NIL least and says nothing "
+            "about NIL recall. Tune on dev documents that hold NIL mentions, or pass "
+            "'none' among the thresholds to let the linker's own NIL decisions stand.")
 
 
 class Errors(metaclass=ErrorsWithCodes):

@@ -8,7 +8,8 @@ the grid replays the decisions from those scores.
 Without a gold NIL mention on dev, NIL recall cannot be measured, and
 accuracy alone would choose whichever NIL rule predicts NIL least; so the NIL
 rule is then not tuned: no threshold, and a learned option is left unused
-(the linker's own NIL decisions stand; W008).
+(the linker's own NIL decisions stand; W008). Thresholds the caller passes are
+still tried, with a warning (W009).
 
 Selection: the highest dev accuracy (a gold NIL mention is right when it is
 predicted NIL, a linkable one when its top concept is a gold id and it is not
@@ -111,13 +112,17 @@ def tune_reranker(nlp: Language, reranker: BioELReranker, docs: Sequence[Doc],
     """Grid-search linker_weight x gate x nil_threshold (x use_nil_option when a
     "no concept" option was learned) on dev and set the best on the reranker.
     Thresholds default to none, plus a grid when dev has gold NIL mentions;
-    without one, a learned option is only tried unused (W008).
+    without one, a learned option is only tried unused (W008), and thresholds
+    given explicitly are kept but warned about (W009).
     RETURNS: {'grid': rows, 'best': row, 'best_ungated': row, 'linker_accuracy':
     the upstream decisions' accuracy (nothing reranked), 'n': mentions}."""
     entities = collect(nlp, reranker, docs)
     has_nil = any(e.gold_nil for e in entities)
     if thresholds is None:
         thresholds = (None, *DEFAULT_THRESHOLDS) if has_nil else (None,)
+    elif not has_nil and any(t is not None for t in thresholds):
+        warn(Warnings.W009.format(n=len(entities), name=reranker.name,
+                                  thresholds=", ".join(str(t) for t in thresholds)))
     learned = any(e.nil_logit is not None for e in entities)
     if learned and not has_nil:
         warn(Warnings.W008.format(n=len(entities), name=reranker.name))

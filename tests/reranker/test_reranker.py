@@ -302,6 +302,16 @@ def test_tuning_without_nil_on_dev_keeps_the_linker_nil_decisions(trained):
         assert {row["nil_threshold"] for row in result["grid"]} == {None}
         assert result["best"]["use_nil_option"] is False and result["n"] == 4
         assert reranker.cfg["use_nil_option"] is False
+        # thresholds the caller passes are kept, with a warning of their own
+        with pytest.warns(BioELWarning) as caught:
+            explicit = tune_reranker(nlp, reranker, dev, weights=[0.0], gates=[None],
+                                     thresholds=[0.5, 0.9])
+        messages = [str(w.message) for w in caught]
+        assert any("W009" in m and "(0.5, 0.9)" in m for m in messages), messages
+        assert {row["nil_threshold"] for row in explicit["grid"]} == {0.5, 0.9}
+        with pytest.warns(BioELWarning) as caught:  # 'none' alone: nothing to warn about
+            tune_reranker(nlp, reranker, dev, weights=[0.0], gates=[None], thresholds=[None])
+        assert not any("W009" in str(w.message) for w in caught)
     finally:
         for key, value in before.items():
             reranker.set_option(key, value)
