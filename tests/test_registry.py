@@ -147,6 +147,8 @@ def test_reranker_config_trains_behind_a_frozen_annotating_linker():
     assert type(nlp.get_pipe("bioel_reranker")).__name__ == "BioELReranker"
     assert nlp.config["training"]["frozen_components"] == ["bioel_linker"]
     assert nlp.config["training"]["annotating_components"] == ["bioel_linker"]
+    # the measured recipe: seen-only training candidates (README, BC5CDR 3 seeds)
+    assert nlp.get_pipe("bioel_reranker").cfg["train_candidates"] == "seen"
 
 
 def test_losses_are_checked_at_once_and_built_on_first_use():
