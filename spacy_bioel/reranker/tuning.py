@@ -111,21 +111,21 @@ def tune_reranker(nlp: Language, reranker: BioELReranker, docs: Sequence[Doc],
                   tolerance: float = 0.001) -> Dict[str, Any]:
     """Grid-search linker_weight x gate x nil_threshold (x use_nil_option when a
     "no concept" option was learned) on dev and set the best on the reranker.
-    Thresholds default to none, plus a grid when dev has gold NIL mentions;
-    without one, a learned option is only tried unused (W008), and thresholds
-    given explicitly are kept but warned about (W009).
+    Thresholds default to none, plus a grid when dev has gold NIL mentions
+    (without one: the module docstring, W008 / W009).
     RETURNS: {'grid': rows, 'best': row, 'best_ungated': row, 'linker_accuracy':
     the upstream decisions' accuracy (nothing reranked), 'n': mentions}."""
     entities = collect(nlp, reranker, docs)
     has_nil = any(e.gold_nil for e in entities)
+    learned = any(e.nil_logit is not None for e in entities)
     if thresholds is None:
         thresholds = (None, *DEFAULT_THRESHOLDS) if has_nil else (None,)
-    elif not has_nil and any(t is not None for t in thresholds):
-        warn(Warnings.W009.format(n=len(entities), name=reranker.name,
-                                  thresholds=", ".join(str(t) for t in thresholds)))
-    learned = any(e.nil_logit is not None for e in entities)
-    if learned and not has_nil:
-        warn(Warnings.W008.format(n=len(entities), name=reranker.name))
+    if not has_nil:  # the NIL rule cannot be tuned (module docstring)
+        if learned:
+            warn(Warnings.W008.format(n=len(entities), name=reranker.name))
+        if any(t is not None for t in thresholds):  # only thresholds the caller passed
+            warn(Warnings.W009.format(n=len(entities), name=reranker.name,
+                                      thresholds=", ".join(str(t) for t in thresholds)))
     # without a learned option, "used" changes nothing
     options = (True, False) if learned and has_nil else (not learned,)
     rows = []
