@@ -99,16 +99,20 @@ def test_ontology_counts(data_root):
 
 def test_graph_prompt_templates_never_hold_a_test_synonym(data_root):
     """GraphPrompt's T1 / T2 templates on the HP and DOID zero-shot splits (dev
-    share as in project.yml): their synonyms are training ones, and a test query
-    occurs in a template only as some concept's KB name (DOID has 15 such names)."""
+    share as in project.yml) and few-shot splits: their synonyms are training ones,
+    and a held-out query occurs in a template only as some concept's KB name (DOID
+    has 15 such names)."""
     import numpy as np
 
     from spacy_bioel.graphprompt.templates import GraphTemplates
     from spacy_bioel.kb.normalize import normalize_text
 
-    for name, prefix in (("hp_2025-01-16", "HP:"), ("doid_2024-01-31", "DOID:")):
+    for name, prefix, setting in (("hp_2025-01-16", "HP:", "zero-shot"),
+                                  ("hp_2025-01-16", "HP:", "few-shot"),
+                                  ("doid_2024-01-31", "DOID:", "zero-shot"),
+                                  ("doid_2024-01-31", "DOID:", "few-shot")):
         kb = load_obo(data_root / f"obo_ontologies/{name}.obo.gz", prefixes=[prefix], progress=False)
-        docs, names_kb, _ = obo_synonym_splits(spacy.blank("en"), kb, setting="zero-shot",
+        docs, names_kb, _ = obo_synonym_splits(spacy.blank("en"), kb, setting=setting,
                                                zero_shot_dev_fraction=0.1)
         train = [(d.ents[0].text, d.ents[0].kb_id_) for d in docs["train"]]
         held_out = {normalize_text(d.ents[0].text) for split in ("dev", "test") for d in docs[split]}

@@ -6,10 +6,15 @@ text; the linking KB keeps the terms' canonical names only.
 
 * zero-shot: the terms (that have synonyms) are split 2:1 into train / test
   with a seed; all synonyms of a test term are test queries, so no test term
-  is seen in training. A training synonym whose normalised text equals a test
-  query's is dropped (counted), so test strings never appear in training.
-  An optional dev share of the training terms gives a zero-shot dev set.
+  is seen in training. An optional dev share of the training terms gives a
+  zero-shot dev set.
 * few-shot: all (term, synonym) pairs are split 4:1:1 into train / dev / test.
+
+In both settings a training synonym whose normalised text equals a dev or test
+query's is dropped (counted as 'train_synonyms_equal_to_heldout_query'), so
+held-out strings never appear in training, nor in GraphPrompt's templates.
+Such pairs occur when two terms share a synonym, or when one term lists two
+spellings that normalise alike ("Stiff-Man syndrome", "stiff man syndrome").
 
 Synonyms that normalise to their term's canonical name are not queries
 (counted as 'trivial_synonyms').
@@ -44,6 +49,21 @@ def _queries(kb: KnowledgeBase, report: ConversionReport) -> Dict[str, List[str]
         if kept:
             out[concept.concept_id] = kept
     return out
+
+
+def _drop_held_out_strings(train_pairs: List[Tuple[str, str]],
+                           held_out_pairs: List[Tuple[str, str]],
+                           report: ConversionReport) -> List[Tuple[str, str]]:
+    """The training pairs whose normalised synonym is no held-out query's (the
+    others are counted in the report)."""
+    held_out = {normalize_text(s) for _, s in held_out_pairs}
+    kept = []
+    for term, synonym in train_pairs:
+        if normalize_text(synonym) in held_out:
+            report.add("train_synonyms_equal_to_heldout_query", f"{term}: {synonym}")
+            continue
+        kept.append((term, synonym))
+    return kept
 
 
 def _label(concept_id: str) -> str:
@@ -83,16 +103,9 @@ def obo_synonym_splits(nlp: Language, kb: KnowledgeBase, *, setting: str = "zero
         n_dev = int(round(len(train_terms) * zero_shot_dev_fraction))
         dev_terms, train_terms = train_terms[:n_dev], train_terms[n_dev:]
         test_pairs = [(t, s) for t in test_terms for s in queries[t]]
-        held_out = {normalize_text(s) for _, s in test_pairs}
         dev_pairs = [(t, s) for t in dev_terms for s in queries[t]]
-        held_out |= {normalize_text(s) for _, s in dev_pairs}
-        train_pairs = []
-        for term in train_terms:
-            for synonym in queries[term]:
-                if normalize_text(synonym) in held_out:
-                    report.add("train_synonyms_equal_to_heldout_query", f"{term}: {synonym}")
-                    continue
-                train_pairs.append((term, synonym))
+        train_pairs = _drop_held_out_strings(
+            [(t, s) for t in train_terms for s in queries[t]], test_pairs + dev_pairs, report)
         splits = {"train": train_pairs, "test": test_pairs}
         if dev_pairs:
             splits["dev"] = dev_pairs
@@ -101,8 +114,9 @@ def obo_synonym_splits(nlp: Language, kb: KnowledgeBase, *, setting: str = "zero
         rng.shuffle(pairs)
         n = len(pairs)
         n_dev = n_test = n // 6
+        held_out = pairs[:n_test + n_dev]
         splits = {"test": pairs[:n_test], "dev": pairs[n_test:n_test + n_dev],
-                  "train": pairs[n_test + n_dev:]}
+                  "train": _drop_held_out_strings(pairs[n_test + n_dev:], held_out, report)}
     docs: Dict[str, List[Doc]] = {}
     for split, split_pairs in splits.items():
         docs[split] = [single_mention_doc(nlp, f"{split}:{i}", synonym, _label(term), term)

@@ -194,15 +194,42 @@ def test_few_shot_sizes_and_disjoint_pairs(nlp, kb):
     assert set(docs) == {"train", "dev", "test"}
     n = N_PAIRS
     assert len(docs["test"]) == len(docs["dev"]) == n // 6 == 9
-    assert len(docs["train"]) == n - 2 * (n // 6) == 38
     train, dev, test = (set(pairs(docs[s])) for s in ("train", "dev", "test"))
-    assert len(train) == 38 and len(dev) == 9 and len(test) == 9
+    assert len(dev) == 9 and len(test) == 9
     assert not train & dev and not train & test and not dev & test
-    assert sorted(train | dev | test) == sorted(all_pairs(kb))
+    # train is the other 38 pairs less those whose string is a dev or test query
+    held_out = {normalize_text(t) for _, t in dev | test}
+    rest = set(all_pairs(kb)) - dev - test
+    dropped = {p for p in rest if normalize_text(p[1]) in held_out}
+    assert len(rest) == n - 2 * (n // 6) == 38
+    assert train == rest - dropped
+    assert report.counts["train_synonyms_equal_to_heldout_query"] == len(dropped)
     assert report.counts["test_queries"] == 9
     assert report.counts["dev_queries"] == 9
-    assert report.counts["train_queries"] == 38
+    assert report.counts["train_queries"] == 38 - len(dropped)
     assert report.counts["trivial_synonyms"] == N_TRIVIAL
+
+
+def test_few_shot_held_out_strings_never_in_train(nlp):
+    """A synonym shared by two terms, and two spellings of one term that normalise
+    alike: whichever copy is held out, the other never reaches train."""
+    kb = KnowledgeBase(name="dupes")
+    for i in range(12):
+        synonyms = [f"own synonym {i}", f"second synonym {i}"]
+        if i < 4:
+            synonyms.append(SHARED)
+        if i == 5:
+            synonyms += ["Stiff-Man syndrome", "stiff man syndrome"]
+        kb.add(Concept(hp(i), f"Term {i}", tuple(synonyms)))
+    seen_drop = set()
+    for seed in range(30):
+        docs, _, report = obo_synonym_splits(nlp, kb, setting="few-shot", seed=seed)
+        held_out = {normalize_text(t) for s in ("dev", "test") for _, t in pairs(docs[s])}
+        train = {normalize_text(t) for _, t in pairs(docs["train"])}
+        assert not train & held_out
+        for entry in report.examples.get("train_synonyms_equal_to_heldout_query", []):
+            seen_drop.add(entry.split(": ", 1)[1].lower().replace("-", " "))
+    assert seen_drop == {SHARED.lower(), "stiff man syndrome"}
 
 
 def test_few_shot_seed(nlp, kb):
