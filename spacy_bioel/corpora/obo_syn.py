@@ -54,8 +54,8 @@ def _queries(kb: KnowledgeBase, report: ConversionReport) -> Dict[str, List[str]
 def _drop_held_out_strings(train_pairs: List[Tuple[str, str]],
                            held_out_pairs: List[Tuple[str, str]],
                            report: ConversionReport) -> List[Tuple[str, str]]:
-    """The training pairs whose normalised synonym is no held-out query's (the
-    others are counted in the report)."""
+    """Keep the training pairs whose normalised synonym equals no held-out
+    query; count each one left out in `report`."""
     held_out = {normalize_text(s) for _, s in held_out_pairs}
     kept = []
     for term, synonym in train_pairs:
