@@ -271,6 +271,12 @@ class Errors(metaclass=ErrorsWithCodes):
             "encoder gives {description_dim}-d vectors and the linker {feature_dim}-d ones. Use "
             "a description_encoder as wide as the linker's encoder, or set "
             "residual_generator = false.")
+    E198 = ("No mention to link in '{text}': {why}. Mark each mention in [brackets] (for "
+            "example 'Carriers of [FAP] develop [colon cancer].'), or pass as --linker a trained "
+            "pipeline whose NER, before its linker, finds them.")
+    E199 = ("'{name}' is not a knowledge base shipped with spacy-bioel. Embedded KBs: {names} "
+            "(as 'embedded:NAME' on the command line, name = \"NAME\" with "
+            "spacy-bioel.EmbeddedKB.v1 in a config); for your own KB pass its .bioelkb file.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

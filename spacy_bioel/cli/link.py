@@ -7,6 +7,8 @@ from typing import List, Tuple
 
 import typer
 
+from ..errors import BioELError, Errors
+from ..kb.embedded import EMBEDDED_KBS
 from ._app import app, setup_logging
 
 SAMPLE_TEXT = (
@@ -15,7 +17,7 @@ SAMPLE_TEXT = (
     "develop [desmoid tumours], and a few present with [hepatoblastoma] in childhood; "
     "[type II diabetes] and [heart attack] were recorded as comorbidities."
 )
-DEFAULT_KB = Path(__file__).resolve().parent.parent / "assets" / "doid.bioelkb"
+DEFAULT_KB = EMBEDDED_KBS["doid"]
 _BRACKETED = re.compile(r"\[([^\[\]]+)\]")
 
 
@@ -38,10 +40,14 @@ def parse_bracketed(text: str) -> Tuple[str, List[Tuple[int, int]]]:
     return "".join(plain), spans
 
 
+def _preview(text: str, size: int = 60) -> str:
+    return text if len(text) <= size else text[:size - 3] + "..."
+
+
 @app.command("link")
 def link(
-    text: str = typer.Argument(SAMPLE_TEXT, help="Text whose mentions are in [brackets]"),
-    kb_path: Path = typer.Option(DEFAULT_KB, "--kb", help="KB file (default: the embedded Disease Ontology KB)"),
+    text: str = typer.Argument(SAMPLE_TEXT, help="Text whose mentions are in [brackets] (without: the NER of a --linker pipeline finds them)"),
+    kb_path: Path = typer.Option(DEFAULT_KB, "--kb", help="KB file, or embedded:doid (the default: the embedded Disease Ontology KB)"),
     linker: str = typer.Option("bioel", "--linker", help="bioel (bioel_linker, embedded MiniLM or --encoder) | a trained pipeline directory | tfidf | exact"),
     encoder: str = typer.Option("embedded:all-MiniLM-L6-v2", "--encoder", help="bioel: encoder directory or hub name"),
     top: int = typer.Option(3, "--top", help="Candidates shown per mention"),
@@ -58,8 +64,12 @@ def link(
     from ..kb.knowledge_base import KnowledgeBase
 
     setup_logging(verbose)
-    kb = KnowledgeBase.from_disk(kb_path)
     plain, spans = parse_bracketed(text)
+    # without [brackets], only a trained pipeline with its own NER can find the mentions
+    find_mentions = not spans and Path(linker).is_dir()
+    if not spans and not find_mentions:
+        raise BioELError(Errors.E198.format(text=_preview(text), why="no [bracketed] mention"))
+    kb = KnowledgeBase.from_disk(kb_path)
     nlp = spacy.blank("en")
     doc = tokens_aligned_to(nlp, plain, [b for s in spans for b in s])
     doc.ents = [doc.char_span(s, e, label="MENTION") for s, e in spans]
@@ -79,6 +89,8 @@ def link(
 
             pipeline = load_pipeline(Path(linker))
             kb = find_linker(pipeline).kb
+            if find_mentions:  # its NER sets doc.ents, then its linker links them
+                doc = pipeline.make_doc(plain)
         else:
             pipeline = spacy.blank("en")
             pipe = pipeline.add_pipe("bioel_linker", config={
@@ -86,6 +98,9 @@ def link(
             pipe.set_kb(kb)
             pipeline.initialize(lambda: [])
         doc = pipeline(doc)
+        if not doc.ents:  # only where the pipeline's own NER looked for them
+            raise BioELError(Errors.E198.format(text=_preview(text),
+                                                why="the pipeline's own NER found none"))
         candidates = [ent._.kb_ents for ent in doc.ents]
         stage = find_linker(pipeline).nil
         if stage.threshold is not None and stage.nil_score_from == "probability":

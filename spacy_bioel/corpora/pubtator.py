@@ -22,11 +22,11 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc
-from tqdm import tqdm
 
 from ..errors import CorpusFormatError, Errors, Warnings, warn
 from ..kb.io import iter_lines
 from ..kb.knowledge_base import KnowledgeBase
+from ..progress import progress_bar
 from ..validation import as_choice
 from .documents import (MISSING_POLICIES, ConversionReport, Mention, SourceDocument, build_doc,
                         normalize_mention_ids, parse_gold_ids)
@@ -158,8 +158,9 @@ def convert_pubtator(nlp: Language, path: Union[str, Path], *,
     keep_types = set(types) if types else None
     docs: List[Doc] = []
     seen_ids: Dict[str, int] = {}
-    for document in tqdm(read_pubtator(path, report, encoding), desc=f"PubTator {Path(path).name}",
-                         unit=" docs", disable=not progress):
+    for document in progress_bar(read_pubtator(path, report, encoding),
+                                 desc=f"PubTator {Path(path).name}",
+                                 unit=" docs", disable=not progress):
         if document.doc_id in seen_ids:
             report.add("duplicate_document_ids", document.doc_id)
             warn(Warnings.W003.format(doc_id=document.doc_id, path=path, line=document.line))

@@ -23,8 +23,8 @@ import numpy as np
 from spacy.util import registry
 from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v2
 from thinc.types import Floats2d
-from tqdm import tqdm
 
+from ..progress import progress_bar
 from .common import DEFAULT_ENCODER, length_buckets
 
 logger = logging.getLogger(__name__)
@@ -224,8 +224,8 @@ def embed_texts(model: Model, texts: Sequence[str], tower: str, batch_size: int 
     module.eval()
     try:
         with torch.inference_mode():
-            for indices in tqdm(length_buckets(unique, batch_size), desc=f"Encoding {tower}s",
-                                unit=" batches", disable=not progress):
+            for indices in progress_bar(length_buckets(unique, batch_size), desc=f"Encoding {tower}s",
+                                        unit=" batches", disable=not progress):
                 ids, mask = tokenize(model, [unique[i] for i in indices], device)
                 with torch.autocast(device_type="cuda", enabled=autocast):
                     embeddings = module.encode(tower, ids, mask)

@@ -165,6 +165,9 @@ def load_transformer(name_or_path: str, *, config_only: bool = False):
     before loading saved weights)."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
+    from ..progress import quiet_library_bars
+
+    quiet_library_bars()  # transformers' "Loading weights" bar, in a log file
     path = resolve_model_path(name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(path)
     if config_only:  # the saved weights replace these: skip the random initialisation
@@ -187,14 +190,14 @@ def encode_texts(model: BiEncoder, tokenizer, texts: Sequence[str], *, tower: st
 
     RETURNS (torch.Tensor): (len(texts), dim) float32 embeddings on the CPU.
     """
-    from tqdm import tqdm
+    from ..progress import progress_bar
 
     was_training = model.training
     model.eval()
     out = torch.empty((len(texts), model.dim), dtype=torch.float32)
     device = torch.device(device)
     batches = length_buckets(texts, batch_size)
-    for indices in tqdm(batches, desc=desc, unit=" batches", disable=not progress):
+    for indices in progress_bar(batches, desc=desc, unit=" batches", disable=not progress):
         batch = tokenizer([texts[i] for i in indices], padding=True, truncation=True,
                           max_length=max_length, return_tensors="pt")
         with torch.autocast(device_type="cuda", enabled=device.type == "cuda"):

@@ -14,9 +14,9 @@ from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
-from tqdm import tqdm
 
 from ..errors import BioELError
+from ..progress import progress_bar
 
 ODD = ["\x00", "\u200b", "\u200d", "\ufeff", "\U0001F600", "\u0301", "\u202e", "\t", "\n",
        "\u00a0", "\u2026", "-", "(", ")", "\u00b2", "\u00df", "\u0130", "\ufb01", "\u0644\u0627",
@@ -140,7 +140,7 @@ def _link_in_batches(nlp: Language, docs: Sequence[Doc], batch_size: int,
                      counts: Dict[str, Any]) -> Snapshot:
     """Link `docs` batch by batch; a batch that raises is counted as a crash."""
     outputs: Snapshot = []
-    for first in tqdm(range(0, len(docs), batch_size), desc="fuzz documents", unit=" batches"):
+    for first in progress_bar(range(0, len(docs), batch_size), desc="fuzz documents", unit=" batches"):
         batch = docs[first:first + batch_size]
         try:
             outputs.extend(snapshot(list(nlp.pipe(batch, batch_size=batch_size))))
@@ -168,7 +168,7 @@ def flip_saved_files(nlp: Language, probe: Sequence[Doc], flips_per_file: int = 
         want = snapshot(list(spacy.load(clean).pipe([d.copy() for d in probe])))
         linker_dirs = [p for p in clean.iterdir() if p.is_dir() and (p / "cfg").exists()]
         files = sorted(f for d in linker_dirs for f in d.rglob("*") if f.is_file() and f.stat().st_size)
-        for file in tqdm(files, desc="flip saved files", unit=" files"):
+        for file in progress_bar(files, desc="flip saved files", unit=" files"):
             name = file.relative_to(clean).as_posix()
             for _ in range(flips_per_file):
                 work = Path(tmp) / "work"

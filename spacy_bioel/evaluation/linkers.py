@@ -11,11 +11,11 @@ if TYPE_CHECKING:
     from spacy.language import Language
 
 from spacy.tokens import Doc, Span
-from tqdm import tqdm
 
 from ..kb.ids import split_gold_ids
 from ..errors import BioELError, Errors
 from ..kb.knowledge_base import NIL
+from ..progress import progress_bar
 from .records import MentionRecord, records_from_docs
 
 logger = logging.getLogger(__name__)
@@ -142,8 +142,8 @@ def link_records(nlp: "Language", docs: Sequence[Doc], kb_ents_attr: str = "kb_e
     reranker = find_reranker(nlp)
     cut = active.index(reranker.name) if reranker is not None and reranker.name in active else None
     with nlp.select_pipes(enable=active[:cut] if cut is not None else active):
-        linked = tqdm(nlp.pipe(inputs, batch_size=batch_size), total=len(inputs),
-                      desc="Linking", unit=" docs")
+        linked = progress_bar(nlp.pipe(inputs, batch_size=batch_size), total=len(inputs),
+                              desc="Linking", unit=" docs")
         if cut is None:
             return _records(docs, linked, kb_ents_attr, path or nlp), None
         linked = list(linked)
@@ -152,8 +152,8 @@ def link_records(nlp: "Language", docs: Sequence[Doc], kb_ents_attr: str = "kb_e
     before = dict(reranker.counts)
     for name in active[cut:]:
         proc = nlp.get_pipe(name)
-        linked = list(tqdm(proc.pipe(linked, batch_size=batch_size) if hasattr(proc, "pipe")
-                           else map(proc, linked), total=len(linked), desc=name, unit=" docs"))
+        linked = list(progress_bar(proc.pipe(linked, batch_size=batch_size) if hasattr(proc, "pipe")
+                                   else map(proc, linked), total=len(linked), desc=name, unit=" docs"))
     top_k = reranker.cfg["top_k"]
     hits = sum(1 for r in upstream if (r.rank() or top_k + 1) <= top_k)
     summary = {"name": reranker.name, "top_k": top_k, "n_linkable": len(upstream),

@@ -102,7 +102,7 @@ def exact_top(vectors: np.ndarray, names: NameTable, queries: np.ndarray, k: int
     streaming through the names once (chunks end at concept boundaries, so each
     concept's best name is taken within one chunk); float16 vectors are
     converted a chunk at a time. RETURNS {'names': [...], 'concepts': [...]}."""
-    from tqdm import tqdm
+    from ..progress import progress_bar
 
     queries = np.ascontiguousarray(queries, dtype=np.float32)
     n, b = len(vectors), len(queries)
@@ -111,7 +111,7 @@ def exact_top(vectors: np.ndarray, names: NameTable, queries: np.ndarray, k: int
     top_concepts, concept_scores = top_names.copy(), name_scores.copy()
     offsets = np.r_[names.offsets, n]
     first = 0
-    with tqdm(total=n, desc="Exact search", unit=" names") as bar:
+    with progress_bar(total=n, desc="Exact search", unit=" names") as bar:
         while first < n:
             last = int(offsets[np.searchsorted(offsets, min(n, first + chunk), side="left")])
             last = n if last <= first else last

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from spacy.tokens import Doc
-from tqdm import tqdm
 
 from ..errors import BioELError, Errors
 from ..kb.ids import split_gold_ids
+from ..progress import progress_bar
 
 logger = logging.getLogger(__name__)
 WORKERS = Path(__file__).parent
@@ -144,12 +144,12 @@ def side_by_side(systems: List[System], docs: Sequence[Doc], repeats: Sequence[i
     gold = [split_gold_ids(e.kb_id_) for doc in docs for e in doc.ents]
     if build:
         to_build = [s for s in systems if build_only is None or s.label in build_only]
-        for system in tqdm(to_build, desc="Building", unit=" systems"):
+        for system in progress_bar(to_build, desc="Building", unit=" systems"):
             system.build = build_system(system, workdir, timeout)
             logger.info("%s: built in %.1f s", system.label, system.build["build_s"])
     runs = []
     total = rounds * len(repeats) * len(systems)
-    with tqdm(total=total, desc="Linking", unit=" runs") as bar:
+    with progress_bar(total=total, desc="Linking", unit=" runs") as bar:
         for round_ in range(rounds):
             order = systems if round_ % 2 == 0 else systems[::-1]
             for r in repeats:

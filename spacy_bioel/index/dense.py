@@ -147,7 +147,7 @@ class DenseCandidateStore:
 
     def _build_faiss(self, embeddings: np.ndarray):
         import faiss
-        from tqdm import tqdm
+        from ..progress import progress_bar
 
         metric, dim = faiss.METRIC_INNER_PRODUCT, self.dim
         n = len(embeddings)
@@ -167,8 +167,8 @@ class DenseCandidateStore:
             sample = np.random.default_rng(0).choice(n, size=min(n, 200_000), replace=False)
             index.train(np.ascontiguousarray(embeddings[np.sort(sample)], dtype=np.float32))
         chunk = 100_000
-        for start in tqdm(range(0, n, chunk), desc=f"Building {self.index_type} index",
-                          unit=" chunks", disable=n <= chunk):
+        for start in progress_bar(range(0, n, chunk), desc=f"Building {self.index_type} index",
+                                  unit=" chunks", disable=n <= chunk):
             index.add(np.ascontiguousarray(embeddings[start:start + chunk], dtype=np.float32))
         self._apply_search_params(index)
         return index

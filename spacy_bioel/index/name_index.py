@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
-from tqdm import tqdm
 
 from ..errors import BioELError, Errors
+from ..progress import progress_bar
 from .dense import DenseCandidateStore
 from .names import NameTable
 
@@ -141,8 +141,8 @@ class NameIndex:
                      done: Optional[Callable[[int], None]] = None) -> np.ndarray:
         names = self.names.names
         chunks = range(start, len(names), ENCODE_CHUNK)
-        for first in tqdm(chunks, desc="Encoding names", unit=" chunks",
-                          disable=not progress or len(chunks) < 2):
+        for first in progress_bar(chunks, desc="Encoding names", unit=" chunks",
+                                  disable=not progress or len(chunks) < 2):
             out[first:first + ENCODE_CHUNK] = encode(names[first:first + ENCODE_CHUNK])
             if done is not None:
                 done(min(len(names), first + ENCODE_CHUNK))

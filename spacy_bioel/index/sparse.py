@@ -19,11 +19,11 @@ import logging
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
-from tqdm import tqdm
 
 from ..errors import BioELError, Errors
 from ..kb.knowledge_base import KnowledgeBase
 from ..kb.normalize import normalize_text
+from ..progress import progress_bar
 from .names import NameTable
 
 logger = logging.getLogger(__name__)
@@ -110,8 +110,8 @@ class TfidfCandidates:
             raise BioELError(Errors.E104.format(k=k))
         out: List[List[Tuple[int, float]]] = []
         batches = range(0, len(mentions), self.batch_size)
-        for start in tqdm(batches, desc="TF-IDF search", unit=" batches",
-                          disable=not self.progress or len(batches) < 4):
+        for start in progress_bar(batches, desc="TF-IDF search", unit=" batches",
+                                  disable=not self.progress or len(batches) < 4):
             texts = mentions[start:start + self.batch_size]
             char, word = self._vectorize(texts)
             best: List[Dict[int, float]] = [{} for _ in texts]

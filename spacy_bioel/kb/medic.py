@@ -18,9 +18,8 @@ import re
 from pathlib import Path
 from typing import Dict, List, Optional, Union
 
-from tqdm import tqdm
-
 from ..errors import Errors, KBFormatError
+from ..progress import progress_bar
 from .concept import Concept, unique_names
 from .io import iter_lines
 from .knowledge_base import KnowledgeBase
@@ -62,8 +61,8 @@ def load_medic_dictionary(path: Union[str, Path], *, name: Optional[str] = None,
     kb = KnowledgeBase(strip_prefixes=MEDIC_STRIP_PREFIXES, name=name or Path(path).name)
     first_line: Dict[str, int] = {}
     expected = "'ID[|ALT_ID...]||Preferred Name|Synonym|...'"
-    for number, line in tqdm(iter_lines(path, encoding), desc=f"MEDIC {Path(path).name}", unit=" lines",
-                             disable=not progress):
+    for number, line in progress_bar(iter_lines(path, encoding), desc=f"MEDIC {Path(path).name}",
+                                     unit=" lines", disable=not progress):
         if not line.strip():
             continue
         fields = line.split("|")
@@ -112,8 +111,8 @@ def load_ctd_diseases(path: Union[str, Path], *, name: Optional[str] = None,
     kb = KnowledgeBase(strip_prefixes=MEDIC_STRIP_PREFIXES, name=name or Path(path).name)
     first_line: Dict[str, int] = {}
     expected = f"{len(CTD_COLUMNS)} tab-separated columns: {', '.join(CTD_COLUMNS)}"
-    for number, line in tqdm(iter_lines(path, encoding), desc=f"CTD {Path(path).name}", unit=" lines",
-                             disable=not progress):
+    for number, line in progress_bar(iter_lines(path, encoding), desc=f"CTD {Path(path).name}",
+                                     unit=" lines", disable=not progress):
         if not line.strip() or line.startswith("#"):
             continue
         fields = line.split("\t")

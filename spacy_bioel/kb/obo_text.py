@@ -173,15 +173,15 @@ def read_obo_frames(text: str, path: Path, progress: bool = False
     RETURNS: (the header frame, an iterator of (first line, frame) over the
         stanzas, the list of repairs; it fills as the iterator is consumed).
     """
-    from tqdm import tqdm
+    from ..progress import progress_bar
 
     header_chunk, chunks = _chunks(text)
     repairs: List[Repair] = []
     header = _repaired(header_chunk, path, repairs)[0].header
 
     def frames() -> Iterator[Tuple[int, Any]]:
-        for chunk in tqdm(chunks, desc=f"OBO {path.name}", unit=" chunks",
-                          disable=not progress):
+        for chunk in progress_bar(chunks, desc=f"OBO {path.name}", unit=" chunks",
+                                  disable=not progress):
             yield from _parse(chunk, path, repairs)[1]
 
     return header, frames(), repairs

@@ -15,7 +15,19 @@ KBLoader = Callable[[], KnowledgeBase]
 
 @registry.misc("spacy-bioel.KBFromFile.v1")
 def create_kb_from_file(path: Path) -> KBLoader:
-    """Load a KB saved by `kb build` / `KnowledgeBase.to_disk`."""
+    """Load a KB saved by `kb build` / `KnowledgeBase.to_disk` (or `embedded:doid`)."""
+    def load() -> KnowledgeBase:
+        return KnowledgeBase.from_disk(path)
+    return load
+
+
+@registry.misc("spacy-bioel.EmbeddedKB.v1")
+def create_embedded_kb(name: str = "doid") -> KBLoader:
+    """A KB shipped inside the package, by handle (`doid`: DOID 2024-01-31)."""
+    from .embedded import embedded_kb_path
+
+    path = embedded_kb_path(name)  # a bad handle fails when the config is read (E199)
+
     def load() -> KnowledgeBase:
         return KnowledgeBase.from_disk(path)
     return load

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
 import srsly
-from tqdm import tqdm
 
 from ..errors import Errors, KBFormatError
+from ..progress import progress_bar
 from .concept import Concept, unique_names
 from .io import iter_lines
 from .knowledge_base import KnowledgeBase
@@ -66,8 +66,8 @@ def load_scispacy_jsonl(path: Union[str, Path], *, name: Optional[str] = None,
     """
     kb = KnowledgeBase(name=name or Path(path).name)
     first_line: Dict[str, int] = {}
-    for number, line in tqdm(iter_lines(path, encoding), desc=f"scispaCy KB {Path(path).name}",
-                             unit=" lines", disable=not progress):
+    for number, line in progress_bar(iter_lines(path, encoding), desc=f"scispaCy KB {Path(path).name}",
+                                     unit=" lines", disable=not progress):
         if not line.strip():
             continue
         try:

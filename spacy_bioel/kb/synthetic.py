@@ -19,9 +19,8 @@ import logging
 import random
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
-from tqdm import tqdm
-
 from ..errors import BioELError, Errors
+from ..progress import progress_bar
 from .concept import Concept
 from .knowledge_base import KnowledgeBase
 from .normalize import normalize_text
@@ -129,7 +128,7 @@ def synthetic_kb(kbs: Sequence[KnowledgeBase], n_names: int, *, seed: int = 0,
     out = KnowledgeBase(name=name or f"synthetic {n_names:,} names from "
                         + " + ".join(kb.name for kb in kbs))
     total = 0
-    bar = tqdm(total=n_names, desc="Synthetic names", unit=" names", disable=not progress)
+    bar = progress_bar(total=n_names, desc="Synthetic names", unit=" names", disable=not progress)
     for round_ in range(len(QUALIFIERS) + 1):
         for source_id, names, types in sources:
             if round_:

@@ -17,9 +17,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
 
-from tqdm import tqdm
-
 from ..errors import BioELError, Errors, KBFormatError
+from ..progress import progress_bar
 from .concept import Concept
 from .io import iter_lines
 from .knowledge_base import KnowledgeBase
@@ -136,8 +135,8 @@ def load_umls(meta_dir: Union[str, Path], *, languages: Optional[Iterable[str]] 
     # canonical-name candidate as (tier, name).
     names: Dict[str, Dict[str, None]] = {}
     canonical: Dict[str, Tuple[int, str]] = {}
-    for number, line in tqdm(iter_lines(mrconso, encoding), desc=f"UMLS {mrconso.name}", unit=" lines",
-                             disable=not progress):
+    for number, line in progress_bar(iter_lines(mrconso, encoding), desc=f"UMLS {mrconso.name}",
+                                     unit=" lines", disable=not progress):
         if not line:
             continue
         report["mrconso_rows"] += 1
@@ -170,8 +169,8 @@ def load_umls(meta_dir: Union[str, Path], *, languages: Optional[Iterable[str]] 
     # MRSTY: semantic types (TUIs) of the kept CUIs, file order, deduplicated.
     types: Dict[str, Dict[str, None]] = {}
     if mrsty is not None:
-        for number, line in tqdm(iter_lines(mrsty, encoding), desc=f"UMLS {mrsty.name}", unit=" lines",
-                                 disable=not progress):
+        for number, line in progress_bar(iter_lines(mrsty, encoding), desc=f"UMLS {mrsty.name}",
+                                         unit=" lines", disable=not progress):
             if not line:
                 continue
             report["mrsty_rows"] += 1
@@ -184,8 +183,8 @@ def load_umls(meta_dir: Union[str, Path], *, languages: Optional[Iterable[str]] 
     # MRDEF: the first kept definition per kept CUI.
     definitions: Dict[str, str] = {}
     if mrdef is not None:
-        for number, line in tqdm(iter_lines(mrdef, encoding), desc=f"UMLS {mrdef.name}", unit=" lines",
-                                 disable=not progress):
+        for number, line in progress_bar(iter_lines(mrdef, encoding), desc=f"UMLS {mrdef.name}",
+                                         unit=" lines", disable=not progress):
             if not line:
                 continue
             report["mrdef_rows"] += 1

@@ -108,7 +108,7 @@ def pretrain(pairs: Sequence[SynonymPair], output_dir: Union[str, Path],
         names seen, seconds, names/s, mean loss of the first and last 10% of
         steps).
     """
-    from tqdm import tqdm
+    from ..progress import progress_bar
 
     from ..encoders.torch_biencoder import BiEncoder, freeze_bottom, load_transformer
     from ..losses.multi_similarity import MultiSimilarityLoss
@@ -142,7 +142,8 @@ def pretrain(pairs: Sequence[SynonymPair], output_dir: Union[str, Path],
     logger.info("Pre-training %s on %d synonym pairs (%d steps of %d pairs%s)",
                 settings.base_model, len(pairs), total, settings.batch_size,
                 f", resuming at step {step}" if step else "")
-    bar = tqdm(total=total, initial=step, desc="Pre-training", unit=" steps", disable=not progress)
+    bar = progress_bar(total=total, initial=step, desc="Pre-training", unit=" steps",
+                       disable=not progress)
     started = time.perf_counter()
     names_this_run = 0
     batches, batches_epoch = [], -1

@@ -313,7 +313,7 @@ def finetune_concept_tower(linker: BioELLinker, features: np.ndarray, gold: np.n
     RETURNS (float): the mean loss of the last epoch.
     """
     import torch
-    from tqdm import tqdm
+    from ..progress import progress_bar
 
     from ..encoders.thinc_biencoder import tokenize, torch_module
 
@@ -338,8 +338,8 @@ def finetune_concept_tower(linker: BioELLinker, features: np.ndarray, gold: np.n
         for _ in range(max(1, epochs)):
             losses = []
             order = linker.rng.permutation(len(gold))
-            for start in tqdm(range(0, len(order), step), desc="Fine-tuning the concept "
-                              "tower", unit=" batches", disable=not progress):
+            for start in progress_bar(range(0, len(order), step), desc="Fine-tuning the concept "
+                                      "tower", unit=" batches", disable=not progress):
                 rows = order[start:start + step]
                 queries, concepts = features[rows], gold[rows].tolist()
                 if n_real:

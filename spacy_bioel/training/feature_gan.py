@@ -146,7 +146,7 @@ def train_feature_gan(features: torch.Tensor, descriptions: torch.Tensor,
     """
     import time
 
-    from tqdm import tqdm
+    from ..progress import progress_bar
 
     start = time.perf_counter()
     device = features.device
@@ -159,8 +159,8 @@ def train_feature_gan(features: torch.Tensor, descriptions: torch.Tensor,
     history = GANHistory()
     n = features.shape[0]
     size = max(1, min(settings.batch_size, n))
-    for _ in tqdm(range(settings.epochs), desc="Training the feature GAN", unit=" epochs",
-                  disable=not progress):
+    for _ in progress_bar(range(settings.epochs), desc="Training the feature GAN", unit=" epochs",
+                          disable=not progress):
         order = torch.randperm(n, generator=generator).to(device)
         batches = [order[i:i + size] for i in range(0, n, size)]
         distances, penalties = [], []

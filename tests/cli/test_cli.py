@@ -471,6 +471,36 @@ def test_link_default_bioel_linker(kb_path, tiny_bert_dir):
                if abs(float(prob) - cut) > 0.005)  # prob is printed rounded
 
 
+def test_link_without_brackets_says_how(kb_path):
+    """No [bracketed] mention and no pipeline whose NER could find one: E198, not silence."""
+    for linker in ("exact", "bioel"):
+        result = invoke("link", "Patients with breast cancer.", "--kb", kb_path, "--linker", linker)
+        assert isinstance(result.exception, BioELError) and result.exception.code == "E198"
+        assert "[brackets]" in str(result.exception)
+
+
+def test_link_without_brackets_uses_the_pipeline_ner(kb_path, tiny_bert_dir, tmp_path):
+    """A trained pipeline with an NER before its linker finds the mentions itself."""
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("entity_ruler")
+    linker = nlp.add_pipe("bioel_linker", config={
+        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir)}})
+    linker.set_kb(KnowledgeBase.from_disk(kb_path))
+    nlp.initialize(lambda: [])
+    ruler.add_patterns([{"label": "Disease", "pattern": "breast cancer"}])  # after initialize
+    nlp.to_disk(tmp_path / "ner_linker")
+    result = ok("link", "Patients with breast cancer.", "--linker", tmp_path / "ner_linker")
+    assert [row[0] for row in output_rows(result.output) if len(row) == 6] == ["breast cancer"]
+    result = invoke("link", "Nothing the ruler knows.", "--linker", tmp_path / "ner_linker")
+    assert result.exception.code == "E198" and "NER found none" in str(result.exception)
+
+
+def test_link_help_keeps_brackets():
+    """Help texts are printed as written: '[brackets]' is not read as markup."""
+    assert "[brackets]" in ok("link", "--help").output
+    assert "link" in ok("--help").output.split("Commands:")[0]  # the description names linking
+
+
 def test_parse_bracketed():
     from spacy_bioel.cli.link import parse_bracketed
     plain, spans = parse_bracketed("A [b c] d [e].")
