@@ -129,6 +129,11 @@ class Errors(metaclass=ErrorsWithCodes):
             "(length {length}). Correct the offsets.")
     E059 = ("{path} is not a spaCy DocBin (.spacy) or is damaged ({problem}). Re-create it "
             "with `python -m spacy_bioel convert`.")
+    E060 = ("Unknown dataset '{name}'. Use one of: {options} (or build your own KB with `kb "
+            "build` and convert your corpus with `convert`).")
+    E061 = ("Dataset '{dataset}' needs {path}, which is missing. Put the source files under "
+            "the data root (--data-root, project var data_root; `spacy project assets` fetches "
+            "them where a network is reachable) or name your release's file with {option}.")
 
     # evaluation and candidates: E100-E149
     E100 = ("Cannot evaluate: {path} has no entities with kb_id_. Convert the corpus "
@@ -277,6 +282,9 @@ class Errors(metaclass=ErrorsWithCodes):
     E199 = ("'{name}' is not a knowledge base shipped with spacy-bioel. Embedded KBs: {names} "
             "(as 'embedded:NAME' on the command line, name = \"NAME\" with "
             "spacy-bioel.EmbeddedKB.v1 in a config); for your own KB pass its .bioelkb file.")
+    # packaging: E200-E209
+    E200 = ("Checking the packaged pipeline failed at {step}:\n{output}\nThe wheel itself was "
+            "built; fix the environment (pip's index, --pre-install) and run again.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import typer
 
@@ -30,48 +30,74 @@ def convert(
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:
     """Convert a corpus to spaCy DocBins whose ents carry type and gold concept id."""
-    import spacy
-    from spacy.tokens import DocBin
-
     from ..errors import BioELError, Errors
     from ..kb.knowledge_base import KnowledgeBase
 
     setup_logging(verbose)
     if fmt not in FORMATS:
         raise BioELError(Errors.E054.format(fmt=fmt, options=", ".join(FORMATS)))
-    nlp = spacy.blank("en")
     kb = KnowledgeBase.from_disk(kb_path) if kb_path else None
-    output_dir.mkdir(parents=True, exist_ok=True)
-    outputs: Dict[str, list] = {}
-    reports: Dict[str, dict] = {}
     if fmt == "obo-syn":
-        from ..corpora.obo_syn import obo_synonym_splits
-
-        source_kb = KnowledgeBase.from_disk(inputs[0])
-        docs_by_split, names_kb, report = obo_synonym_splits(
-            nlp, source_kb, setting=setting, seed=seed, zero_shot_dev_fraction=dev_fraction)
-        outputs = docs_by_split
+        outputs, reports, names_kb = convert_obo_synonyms(
+            KnowledgeBase.from_disk(inputs[0]), setting=setting, seed=seed, dev_fraction=dev_fraction)
+        output_dir.mkdir(parents=True, exist_ok=True)
         names_kb.to_disk(output_dir / "kb.bioelkb")
-        reports["splits"] = report.to_dict()
     else:
         out_names = split_csv(names) or [p.name.split(".")[0] for p in inputs]
         if len(out_names) != len(inputs):
             raise typer.BadParameter(f"--names has {len(out_names)} names for {len(inputs)} inputs")
-        for path, out_name in zip(inputs, out_names):
-            if fmt == "pubtator":
-                from ..corpora.pubtator import convert_pubtator
-                docs, report = convert_pubtator(nlp, path, types=split_csv(types) or None, kb=kb,
-                                                missing=missing, misaligned=misaligned,
-                                                encoding=encoding)
-            else:
-                from ..corpora.askapatient import convert_askapatient
-                docs, report = convert_askapatient(nlp, path, encoding=encoding)
-                if kb is not None:
-                    missing_ids = {e.kb_id_ for d in docs for e in d.ents
-                                   if kb.resolve(e.kb_id_) is None}
-                    report.add("ids_missing_from_kb", n=len(missing_ids))
-            outputs[out_name] = docs
-            reports[out_name] = report.to_dict()
+        outputs, reports = convert_files(fmt, inputs, out_names, kb=kb, types=split_csv(types),
+                                         missing=missing, misaligned=misaligned, encoding=encoding)
+    write_corpus(output_dir, outputs, reports)
+
+
+def convert_obo_synonyms(source_kb, *, setting: str = "zero-shot", seed: int = 0,
+                         dev_fraction: float = 0.0) -> Tuple[Dict[str, list], Dict[str, dict], Any]:
+    """The OBO synonym splits of a KB built from OBO (GraphPrompt's settings).
+    RETURNS (docs by split, {"splits": report}, the names-only KB)."""
+    import spacy
+
+    from ..corpora.obo_syn import obo_synonym_splits
+
+    docs_by_split, names_kb, report = obo_synonym_splits(
+        spacy.blank("en"), source_kb, setting=setting, seed=seed, zero_shot_dev_fraction=dev_fraction)
+    return docs_by_split, {"splits": report.to_dict()}, names_kb
+
+
+def convert_files(fmt: str, inputs: Sequence[Path], out_names: Sequence[str], *, kb=None,
+                  types: Sequence[str] = (), missing: str = "keep", misaligned: str = "error",
+                  encoding: Optional[str] = None) -> Tuple[Dict[str, list], Dict[str, dict]]:
+    """Convert each input file (pubtator | askapatient) into Docs.
+    RETURNS (docs by output name, conversion report by output name)."""
+    import spacy
+
+    nlp = spacy.blank("en")
+    outputs: Dict[str, list] = {}
+    reports: Dict[str, dict] = {}
+    for path, out_name in zip(inputs, out_names):
+        if fmt == "pubtator":
+            from ..corpora.pubtator import convert_pubtator
+            docs, report = convert_pubtator(nlp, path, types=list(types) or None, kb=kb,
+                                            missing=missing, misaligned=misaligned,
+                                            encoding=encoding)
+        else:
+            from ..corpora.askapatient import convert_askapatient
+            docs, report = convert_askapatient(nlp, path, encoding=encoding)
+            if kb is not None:
+                missing_ids = {e.kb_id_ for d in docs for e in d.ents
+                               if kb.resolve(e.kb_id_) is None}
+                report.add("ids_missing_from_kb", n=len(missing_ids))
+        outputs[out_name] = docs
+        reports[out_name] = report.to_dict()
+    return outputs, reports
+
+
+def write_corpus(output_dir: Path, outputs: Dict[str, list], reports: Dict[str, dict]) -> None:
+    """Write OUTPUT_DIR/<name>.spacy per split and conversion_report.json, and
+    print what each split holds and what was skipped or repaired."""
+    from spacy.tokens import DocBin
+
+    output_dir.mkdir(parents=True, exist_ok=True)
     for out_name, docs in outputs.items():
         docbin = DocBin(store_user_data=True, docs=docs)
         docbin.to_disk(output_dir / f"{out_name}.spacy")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import typer
 
@@ -154,29 +154,42 @@ def set_stage(
     the ONNX runtime (--param quantize='"int8"': the mention tower is exported
     when saving), or another index type over the same embeddings. The config is
     updated too."""
+    from .evaluate import parse_settings
+
+    setup_logging(verbose)
+    block = None if function == "null" else {"@misc": function, **parse_settings(params)}
+    nlp, linker_name = swap_stage(pipeline, stage, lambda _: block, name)
+    output.parent.mkdir(parents=True, exist_ok=True)  # spaCy creates the last folder only
+    nlp.to_disk(output)
+    typer.echo(f"{linker_name}.{stage} = {function} {params or ''}; saved to {output}")
+
+
+def swap_stage(pipeline: Path, stage: str, new_block: Callable[[Optional[dict]], Optional[dict]],
+               name: Optional[str] = None):
+    """Load a saved pipeline with one stage of its linker replaced: `new_block`
+    maps the stage's config block (None: no stage) to the new one. The encoder,
+    index and datastore are kept; the config is updated too.
+    RETURNS (Tuple[Language, str]): the pipeline and the linker's name."""
     from spacy.util import load_config, registry
 
     from ..errors import BioELError, Errors
     from ..pipeline.loading import find_linker, load_with_config
-    from .evaluate import parse_settings
 
     if stage not in STAGES:
         raise BioELError(Errors.E172.format(key=stage, options=list(STAGES)))
-    setup_logging(verbose)
     config = load_config(pipeline / "config.cfg", interpolate=False)
     linker_name = name or next((n for n, block in config["components"].items()
                                 if block.get("factory") == "bioel_linker"), None)
     if linker_name not in config["components"]:
         raise BioELError(Errors.E163.format(names=list(config["components"])))
-    block = None if function == "null" else {"@misc": function, **parse_settings(params)}
+    old = config["components"][linker_name].get(stage)
+    block = new_block(dict(old) if old is not None else None)
     config["components"][linker_name][stage] = block
     nlp = load_with_config(pipeline, config)
     linker = find_linker(nlp, linker_name)
     fresh = registry.resolve({"stage": block})["stage"] if block is not None else None
     linker.set_stage(stage, fresh)  # not the saved parameters of the stage it replaces
-    output.parent.mkdir(parents=True, exist_ok=True)  # spaCy creates the last folder only
-    nlp.to_disk(output)
-    typer.echo(f"{linker_name}.{stage} = {function} {params or ''}; saved to {output}")
+    return nlp, linker_name
 
 
 @app.command("upgrade-config")

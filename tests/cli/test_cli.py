@@ -522,3 +522,28 @@ def test_kb_merge(tmp_path):
     assert "human_phenotype" in result.output
     merged = KnowledgeBase.from_disk(tmp_path / "m.bioelkb")
     assert merged.name == "DOID+HP" and merged["HP:1"].types == ("human_phenotype",)
+
+
+# -- prepare -----------------------------------------------------------------
+def test_prepare_unknown_dataset_and_missing_file(tmp_path):
+    result = invoke("prepare", "umls", tmp_path / "out")
+    assert result.exception.code == "E060" and "ncbi | bc5cdr" in str(result.exception)
+    result = invoke("prepare", "hp", tmp_path / "out", "--data-root", tmp_path,
+                    "--hp-file", "hp_2030.obo")
+    assert result.exception.code == "E061"
+    assert "obo_ontologies/hp_2030.obo" in str(result.exception) and "--hp-file" in str(result.exception)
+
+
+def test_prepare_obo_dataset_layout(tmp_path):
+    """hp / doid: a names-only KB and zero-shot train / dev / test from any OBO release."""
+    terms = []
+    for i in range(1, 31):
+        terms += ["[Term]", f"id: HP:{i:07d}", f"name: phenotype {i}",
+                  f'synonym: "abnormal thing {i}" EXACT []', f'synonym: "odd thing {i}" RELATED []',
+                  ""]
+    (tmp_path / "obo_ontologies").mkdir()
+    (tmp_path / "obo_ontologies" / "hp_test.obo").write_text("format-version: 1.2\n\n" + "\n".join(terms))
+    ok("prepare", "hp", tmp_path / "out", "--data-root", tmp_path, "--hp-file", "hp_test.obo")
+    info = srsly.read_json(tmp_path / "out" / "dataset.json")
+    assert sum(info["splits"].values()) == 60 and all(info["splits"].values())
+    assert KnowledgeBase.from_disk(tmp_path / "out" / "kb.bioelkb").name.startswith("HP (hp_test)")

@@ -1,0 +1,117 @@
+"""`package PIPELINE OUTPUT_DIR`: an installable wheel of a trained linker
+(spaCy's `spacy package`), with what its size is made of and a smaller option."""
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import typer
+
+from ._app import app, setup_logging, write_json
+
+logger = logging.getLogger(__name__)
+# the parts of a saved bioel_linker, by file or folder name (everything else: "other")
+PARTS = {"model": "encoder weights", "index": "name index vectors", "datastore": "kNN datastore",
+         "kb": "knowledge base", "train_mentions": "training mentions", "encoder": "tokenizer files",
+         "runtime": "ONNX mention tower"}
+
+
+def part_sizes(pipeline: Path) -> Dict[str, int]:
+    """Bytes per part of a saved pipeline (PARTS; the rest summed as 'other')."""
+    sizes: Dict[str, int] = {}
+    for path in pipeline.rglob("*"):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(pipeline).parts
+        part = next((PARTS[p] for p in rel[:-1] + (rel[-1],) if p in PARTS), "other")
+        sizes[part] = sizes.get(part, 0) + path.stat().st_size
+    return dict(sorted(sizes.items(), key=lambda kv: -kv[1]))
+
+
+@app.command("package")
+def package(
+    pipeline: Path = typer.Argument(..., help="A saved pipeline with a bioel_linker (e.g. model-best)"),
+    output_dir: Path = typer.Argument(..., help="Parent folder of the package (spaCy's layout)"),
+    name: str = typer.Option("bioel_linker", "--name", help="Package name (spaCy prefixes the language: en_NAME)"),
+    version: str = typer.Option("0.1.0", "--version", help="Package version"),
+    vectors_dtype: str = typer.Option("float32", "--vectors-dtype", help="float16 halves the name index (scores stay float32)"),
+    sdist: bool = typer.Option(False, "--sdist", help="Also build a source archive"),
+    report: Optional[Path] = typer.Option(None, "--report", help="Sizes as JSON (and .md beside)"),
+    check_venv: Optional[Path] = typer.Option(None, "--check-venv", help="Install the wheel into a fresh virtual environment here and link offline with it"),
+    pre_install: List[str] = typer.Option([], "--pre-install", help="--check-venv: requirements installed first (e.g. torch==2.13.0 for a CPU build), repeatable"),
+    bioel_wheel: Optional[Path] = typer.Option(None, "--bioel-wheel", help="--check-venv: a spacy-bioel wheel (default: built from this checkout)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V"),
+) -> None:
+    """Build an installable wheel of PIPELINE with spaCy's `package`: the KB,
+    the name index, the kNN datastore, the encoder's weights and tokenizer are
+    inside, so `pip install` then `spacy.load("en_NAME")` links offline. The
+    wheel requires spacy-bioel, which is not on the package index: install it
+    first (`pip install spacy-bioel-*.whl` or from a clone). Prints the wheel's
+    size and which part dominates it; `--vectors-dtype float16` halves the
+    index."""
+    from spacy.cli.package import package as spacy_package
+
+    from ..errors import BioELError, Errors
+    from .linker import swap_stage
+
+    setup_logging(verbose)
+    if vectors_dtype not in ("float32", "float16"):
+        raise BioELError(Errors.E175.format(name="--vectors-dtype", value=repr(vectors_dtype),
+                                            expected="'float32' or 'float16'"))
+    with tempfile.TemporaryDirectory(prefix="bioel_package_") as tmp:
+        source = pipeline
+        if vectors_dtype != "float32":
+            def to_dtype(block: Optional[dict]) -> dict:
+                block = dict(block or {"@misc": "spacy-bioel.NameIndex.v2"})
+                if block["@misc"].endswith(".v1"):  # v1 has no vectors_dtype
+                    block["@misc"] = "spacy-bioel.NameIndex.v2"
+                return {**block, "vectors_dtype": vectors_dtype}
+
+            nlp, _ = swap_stage(pipeline, "index", to_dtype)
+            source = Path(tmp) / "pipeline"
+            nlp.to_disk(source)
+        sizes = part_sizes(source)
+        output_dir.mkdir(parents=True, exist_ok=True)
+        spacy_package(source, output_dir, name=name, version=version, create_sdist=sdist,
+                      create_wheel=True, force=True, require_parent=True, silent=not verbose)
+        import srsly
+
+        meta = srsly.read_json(source / "meta.json")
+    full_name = f"{meta['lang']}_{name}"
+    wheels: List[Path] = sorted((output_dir / f"{full_name}-{version}" / "dist").glob("*.whl"))
+    if not wheels:
+        raise BioELError(Errors.E008.format(path=output_dir / f"{full_name}-{version}" / "dist"))
+    wheel = wheels[-1]
+    total = sum(sizes.values())
+    rows = [{"part": part, "mb": round(size / 1e6, 1), "share": round(size / max(total, 1), 3)}
+            for part, size in sizes.items()]
+    result = {"pipeline": str(pipeline), "package": full_name, "version": version,
+              "wheel": str(wheel), "wheel_mb": round(wheel.stat().st_size / 1e6, 1),
+              "pipeline_mb": round(total / 1e6, 1), "vectors_dtype": vectors_dtype,
+              "parts": rows, "dominated_by": rows[0]["part"] if rows else None}
+    lines = [f"Wheel {wheel} ({result['wheel_mb']} MB compressed; pipeline "
+             f"{result['pipeline_mb']} MB on disk, index vectors {vectors_dtype})", "",
+             "| part | MB | share |", "|---|---:|---:|"]
+    lines += [f"| {r['part']} | {r['mb']} | {r['share']:.0%} |" for r in rows]
+    lines += ["", f"Install: pip install spacy-bioel (a wheel or clone: it is not on the package "
+                  f"index), then pip install {wheel.name}; spacy.load(\"{full_name}\")."]
+    if rows and rows[0]["part"] == "encoder weights":
+        lines.append("The encoder's weights dominate: a smaller encoder is the way to a much "
+                     "smaller package; --vectors-dtype float16 halves the name index.")
+    if check_venv is not None:
+        from ..pipeline.packaging import check_in_fresh_venv
+
+        result["venv_check"] = check_in_fresh_venv(wheel, full_name, pipeline, check_venv,
+                                                   pre_install, bioel_wheel)
+        check = result["venv_check"]
+        lines += ["", f"Fresh virtual environment {check_venv}: installed in {check['install_seconds']} s; "
+                      f"offline linking {'matches' if check['same_links'] else 'DIFFERS from'} the "
+                      f"source pipeline on {check['mentions']} mentions."]
+    typer.echo("\n".join(lines))
+    if report:
+        write_json(report, result)
+        report.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    shutil.rmtree(output_dir / f"{full_name}-{version}" / "build", ignore_errors=True)

@@ -1,0 +1,72 @@
+"""`package`: a trained linker as a wheel with everything inside, loaded offline
+from an install location without the encoder directory it was trained from."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+import spacy
+from typer.testing import CliRunner
+
+from spacy_bioel import Concept, KnowledgeBase
+from spacy_bioel.cli import app
+from spacy_bioel.pipeline.packaging import PROBE_MENTIONS, PROBE_TEXT, link_probe
+
+pytest.importorskip("build", reason="the `build` package (test extra) makes the wheel")
+
+
+@pytest.fixture
+def trained_dir(tiny_bert_dir, tmp_path):
+    """A saved bioel_linker pipeline on a copy of the tiny encoder (removed afterwards)."""
+    encoder = tmp_path / "encoder"
+    shutil.copytree(tiny_bert_dir, encoder)
+    kb = KnowledgeBase(name="toy")
+    for cid, name in [("D1", "familial adenomatous polyposis"), ("D2", "colorectal carcinoma"),
+                      ("D3", "hepatoblastoma"), ("D4", "myocardial infarction")]:
+        kb.add(Concept(cid, name))
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("bioel_linker", config={
+        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(encoder)}})
+    linker.set_kb(kb)
+    nlp.initialize(lambda: [])
+    nlp.to_disk(tmp_path / "pipeline")
+    return tmp_path / "pipeline", encoder
+
+
+# spaCy's `package` writes its files with open(...).write(...), unclosed (ResourceWarning)
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_package_builds_a_wheel_that_links_offline(trained_dir, tmp_path):
+    pipeline, encoder = trained_dir
+    before = link_probe(str(pipeline))
+    result = CliRunner().invoke(app, ["package", str(pipeline), str(tmp_path / "out"), "--name",
+                                      "toy_linker", "--version", "0.0.1", "--vectors-dtype",
+                                      "float16", "--report", str(tmp_path / "report.json")])
+    assert result.exit_code == 0, (result.output, result.exception)
+    report = json.loads((tmp_path / "report.json").read_text())
+    wheel = tmp_path / "out" / "en_toy_linker-0.0.1" / "dist" / "en_toy_linker-0.0.1-py3-none-any.whl"
+    assert report["wheel"] == str(wheel) and wheel.is_file() and report["wheel_mb"] >= 0
+    parts = {row["part"] for row in report["parts"]}
+    assert {"encoder weights", "name index vectors", "knowledge base"} <= parts
+    assert report["dominated_by"] == report["parts"][0]["part"]
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read("en_toy_linker-0.0.1.dist-info/METADATA").decode()
+        assert "Requires-Dist: spacy-bioel" in metadata
+        config = next(n for n in archive.namelist() if n.endswith("/config.cfg"))
+        assert 'vectors_dtype = "float16"' in archive.read(config).decode()
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(target), str(wheel)], check=True)
+    shutil.rmtree(encoder)  # the weights and tokenizer must come from the wheel
+    env = {"PYTHONPATH": os.pathsep.join([str(target), os.environ.get("PYTHONPATH", "")])}
+    after = link_probe("en_toy_linker", env=env)
+    assert [m for m, _ in after] == list(PROBE_MENTIONS) and PROBE_TEXT
+    assert after == before  # float16 index vectors: the same concepts on the toy KB
+
+
+def test_package_refuses_a_bad_dtype(trained_dir, tmp_path):
+    result = CliRunner().invoke(app, ["package", str(trained_dir[0]), str(tmp_path / "out"),
+                                      "--vectors-dtype", "int4"])
+    assert result.exception is not None and result.exception.code == "E175"

@@ -1,0 +1,80 @@
+"""The newcomer's doors in project.yml: `spacy project run train | evaluate |
+package . --vars.dataset D`, each running what it needs first and skipping what
+is done, on a toy data root laid out like ../shared/data and a tiny encoder."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import srsly
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+MEDIC = ["D000001||Colorectal cancer|CRC|Colon carcinoma", "D000002||Breast cancer|Mammary carcinoma",
+         "D000003||Diabetes mellitus|DM", "D000004||Hepatoblastoma"]
+DOCS = {  # split: (pmid, text, [(mention, id)])
+    "train": [("1", "Colorectal cancer and DM in families.", [("Colorectal cancer", "D000001"),
+                                                               ("DM", "D000003")]),
+              ("2", "A breast cancer case.", [("breast cancer", "D000002")])],
+    "dev": [("3", "Colon carcinoma and hepatoblastoma.", [("Colon carcinoma", "D000001"),
+                                                          ("hepatoblastoma", "D000004")])],
+    "test": [("4", "Mammary carcinoma with CRC.", [("Mammary carcinoma", "D000002"),
+                                                   ("CRC", "D000001")])],
+}
+FILES = {"train": "NCBItrainset_corpus.txt", "dev": "NCBIdevelopset_corpus.txt",
+         "test": "NCBItestset_corpus.txt"}
+
+
+def write_data_root(root: Path) -> Path:
+    (root / "ctd_medic").mkdir(parents=True)
+    (root / "ctd_medic" / "medic_06Jul2012.txt").write_text("\n".join(MEDIC) + "\n")
+    (root / "ncbi_disease").mkdir()
+    for split, docs in DOCS.items():
+        lines = []
+        for pmid, text, mentions in docs:
+            lines += [f"{pmid}|t|{text}", f"{pmid}|a|"]
+            for mention, cid in mentions:
+                start = text.index(mention)
+                lines.append(f"{pmid}\t{start}\t{start + len(mention)}\t{mention}\tDisease\t{cid}")
+            lines.append("")
+        (root / "ncbi_disease" / FILES[split]).write_text("\n".join(lines) + "\n")
+    return root
+
+
+def project_run(project: Path, name: str, *args: str, env=None) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, "-m", "spacy", "project", "run", name, str(project),
+                             *args],
+                            capture_output=True, text=True, cwd=project,
+                            env={**os.environ, **(env or {})})
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    return result
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+def test_train_evaluate_package_doors(tmp_path, tiny_bert_dir):
+    pytest.importorskip("build", reason="the `build` package (test extra) makes the wheel")
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(REPO_ROOT / "project.yml", project / "project.yml")
+    shutil.copytree(REPO_ROOT / "configs", project / "configs")
+    data = write_data_root(tmp_path / "data")
+    tiny = {"SPACY_CONFIG_OVERRIDES": f"--paths.encoder {tiny_bert_dir} --training.max_steps 2 "
+                                      "--training.eval_frequency 1"}
+    common = ["--vars.dataset", "ncbi", "--vars.data_root", str(data), "--vars.bootstrap", "0"]
+    first = project_run(project, "train", *common, env=tiny)
+    corpus = project / "corpus" / "ncbi"
+    assert all((corpus / f).is_file() for f in ("kb.bioelkb", "train.spacy", "dev.spacy",
+                                                   "test.spacy", "dataset.json"))
+    assert srsly.read_json(corpus / "dataset.json")["splits"] == {"train": 3, "dev": 2, "test": 2}
+    assert (project / "training" / "ncbi" / "linker" / "model-best" / "config.cfg").is_file()
+    assert "prepare" in first.stdout and "train-linker" in first.stdout
+    again = project_run(project, "train", *common, env=tiny)  # nothing changed: both skipped
+    assert again.stdout.count("Skipping") == 2, again.stdout
+    project_run(project, "evaluate", *common, env=tiny)
+    report = srsly.read_json(project / "metrics" / "ncbi" / "linker.json")
+    assert report["n"] == 2 and 0 <= report["acc@1"] <= 1
+    project_run(project, "package", *common, "--vars.package_version", "0.0.1", env=tiny)
+    package = srsly.read_json(project / "metrics" / "ncbi" / "linker_package.json")
+    assert (project / package["wheel"]).is_file() and package["wheel"].endswith(
+        "en_bioel_ncbi_linker-0.0.1-py3-none-any.whl")
