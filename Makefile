@@ -12,7 +12,7 @@ $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[models,plots,test,onnx,package]"
+	$(BIN)/python -m pip install -q -e ".[models,plots,test,onnx,package,viz,ray]"
 	touch $@
 
 setup: $(BIN)/.installed

@@ -1,14 +1,13 @@
 """`link`: link the [bracketed] mentions of a text and print concept, name, score."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import List, Tuple
 
 import typer
 
 from ..errors import BioELError, Errors
 from ..kb.embedded import EMBEDDED_KBS
+from ..pipeline.text import parse_bracketed, preview
 from ._app import app, setup_logging
 
 SAMPLE_TEXT = (
@@ -18,30 +17,6 @@ SAMPLE_TEXT = (
     "[type II diabetes] and [heart attack] were recorded as comorbidities."
 )
 DEFAULT_KB = EMBEDDED_KBS["doid"]
-_BRACKETED = re.compile(r"\[([^\[\]]+)\]")
-
-
-def parse_bracketed(text: str) -> Tuple[str, List[Tuple[int, int]]]:
-    """Remove [brackets] from `text` and return the plain text with the
-    character spans of the bracketed mentions."""
-    plain: List[str] = []
-    spans: List[Tuple[int, int]] = []
-    position = 0
-    cursor = 0
-    for match in _BRACKETED.finditer(text):
-        plain.append(text[cursor:match.start()])
-        position += match.start() - cursor
-        mention = match.group(1)
-        spans.append((position, position + len(mention)))
-        plain.append(mention)
-        position += len(mention)
-        cursor = match.end()
-    plain.append(text[cursor:])
-    return "".join(plain), spans
-
-
-def _preview(text: str, size: int = 60) -> str:
-    return text if len(text) <= size else text[:size - 3] + "..."
 
 
 @app.command("link")
@@ -68,7 +43,7 @@ def link(
     # without [brackets], only a trained pipeline with its own NER can find the mentions
     find_mentions = not spans and Path(linker).is_dir()
     if not spans and not find_mentions:
-        raise BioELError(Errors.E198.format(text=_preview(text), why="no [bracketed] mention"))
+        raise BioELError(Errors.E198.format(text=preview(text), why="no [bracketed] mention"))
     kb = KnowledgeBase.from_disk(kb_path)
     nlp = spacy.blank("en")
     doc = tokens_aligned_to(nlp, plain, [b for s in spans for b in s])
@@ -99,7 +74,7 @@ def link(
             pipeline.initialize(lambda: [])
         doc = pipeline(doc)
         if not doc.ents:  # only where the pipeline's own NER looked for them
-            raise BioELError(Errors.E198.format(text=_preview(text),
+            raise BioELError(Errors.E198.format(text=preview(text),
                                                 why="the pipeline's own NER found none"))
         candidates = [ent._.kb_ents for ent in doc.ents]
         stage = find_linker(pipeline).nil
