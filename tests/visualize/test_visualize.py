@@ -155,3 +155,37 @@ def test_page_in_a_real_browser(linked_doc, tmp_path):
     assert "http://purl.obolibrary.org/obo/DOID_9256" in hrefs
     assert "https://omim.org/entry/175100" in hrefs
     assert 'data-kb-id="NIL" data-nil="true"' in dom
+
+
+def test_live_page_in_a_real_browser(pipeline_dir, tmp_path):
+    """`visualize PIPELINE` serves the streamlit page; headless Chromium, driven over the
+    DevTools protocol, sees the sample's mentions with concept links and tooltips."""
+    import sys
+
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no Chromium here (apt-get install chromium): the browser check is skipped")
+    pytest.importorskip("streamlit", reason="streamlit (the viz extra)")
+    from .cdp import evaluate_when_ready, free_port
+
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "spacy_bioel", "visualize", str(pipeline_dir),
+                               "--port", str(port)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        found = evaluate_when_ready(browser, f"http://localhost:{port}", """(() => {
+            const marks = document.querySelectorAll("mark[data-kb-id]");
+            if (marks.length < 4) return null;
+            return {ids: Array.from(marks).map(m => m.getAttribute("data-kb-id")),
+                    titles: Array.from(marks).map(m => m.getAttribute("title")),
+                    links: Array.from(document.querySelectorAll("table.bioel a")).map(a => a.href)};
+        })()""", tmp_path / "profile", timeout=150)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert found is not None, "the page never showed the linked sample"
+    known = {cid for cid, _ in KB_IDS}
+    assert all(cid in known or cid == "NIL" for cid in found["ids"])
+    assert all(t and "1. " in t for t in found["titles"])  # the candidates tooltip
+    assert any(link.startswith(("http://purl.obolibrary.org/obo/", "https://omim.org/",
+                                "https://meshb.nlm.nih.gov/")) for link in found["links"])
