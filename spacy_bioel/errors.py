@@ -285,6 +285,19 @@ class Errors(metaclass=ErrorsWithCodes):
     # packaging: E200-E209
     E200 = ("Checking the packaged pipeline failed at {step}:\n{output}\nThe wheel itself was "
             "built; fix the environment (pip's index, --pre-install) and run again.")
+    # corpus-scale linking: E201-E209
+    E201 = ("No input shard of a known format in {path}. link-corpus reads JSONL (.jsonl, "
+            ".json, .ndjson), PubTator (.txt, .pubtator) and DocBin (.spacy) files, each "
+            "optionally .gz (not .spacy): rename the files or convert them.")
+    E202 = ("{where}: {problem}. A JSONL line is an object with \"text\" (a string), an optional "
+            "\"id\" and optional \"entities\" ([{{\"start\": 0, \"end\": 4, \"label\": "
+            "\"Disease\"}}] with end > start); fix the line or drop it.")
+    E203 = ("link-corpus lost or duplicated documents: {counts}. The part files in {output} "
+            "are incomplete; run again into an empty folder.")
+    E204 = ("--engine ray needs Ray Data: pip install 'spacy-bioel[ray]' (or 'ray[data]'); "
+            "--engine local links in this process without it.")
+    E205 = ("{output} already holds {n} part file(s) of an earlier run; link-corpus would mix "
+            "them with this run's. Use an empty folder, or --overwrite to remove them first.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-import subprocess
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -51,7 +51,8 @@ def visualize(
                    "--browser.gatherUsageStats", "false", "--", str(pipeline), "--top", str(top)]
         command += [f"--url={u}" for u in urls] + ([f"--text={text}"] if text else [])
         typer.echo(f"Serving http://localhost:{port} (Ctrl+C stops)")
-        raise typer.Exit(subprocess.call(command))
+        sys.stdout.flush()
+        os.execv(sys.executable, command)  # streamlit replaces this process: one to stop
     from ..pipeline.loading import load_pipeline
     from ..pipeline.text import link_text
     from ..visualize.render import render_html

@@ -1,0 +1,57 @@
+"""The corpus-linking benchmark (`python -m spacy_bioel link-corpus-bench`): a
+corpus of at least `min_docs` documents made of real abstracts repeated (each
+copy with its own id), written as JSONL shards, linked by the local engine and
+by Ray with 1, 2, ... workers; every Ray output must equal the local one
+(documents, mentions, concepts, candidates; scores within 1e-4), and docs/s of
+each run go into a table."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Dict, List, Sequence
+
+from .records import Record, iter_shard, read_outputs
+
+
+def build_corpus(sources: Sequence[Path], output_dir: Path, min_docs: int, shards: int) -> Dict[str, int]:
+    """JSONL shards of the sources' documents repeated until `min_docs`; ids
+    `<id>#<copy>`. RETURNS documents, mentions, copies, shards."""
+    base: List[Record] = [r for source in sources for r in iter_shard(source)]
+    copies = max(1, math.ceil(min_docs / max(len(base), 1)))
+    rows = [{"id": f"{r['id']}#{c}", "text": r["text"],
+             "entities": [{"start": s, "end": e, "label": label} for s, e, label in r["ents"] or []]}
+            for c in range(copies) for r in base]
+    output_dir.mkdir(parents=True, exist_ok=True)
+    per_shard = math.ceil(len(rows) / shards)
+    for i in range(shards):
+        with open(output_dir / f"shard-{i:03d}.jsonl", "w", encoding="utf-8") as handle:
+            for row in rows[i * per_shard:(i + 1) * per_shard]:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return {"documents": len(rows), "mentions": sum(len(r["entities"]) for r in rows),
+            "source_documents": len(base), "copies": copies, "shards": shards}
+
+
+def same_output(a_dir: Path, b_dir: Path, tolerance: float = 1e-4) -> Dict[str, Any]:
+    """Whether two output folders hold the same linked documents (scores within
+    `tolerance`: a mention's scores depend on the batch it was encoded in by
+    float rounding). RETURNS counts of documents and of differing mentions."""
+    a = {r["id"]: r for r in read_outputs(a_dir)}
+    b = {r["id"]: r for r in read_outputs(b_dir)}
+    differing = 0
+    for doc_id in a.keys() & b.keys():
+        x, y = a[doc_id]["entities"], b[doc_id]["entities"]
+        if len(x) != len(y):
+            differing += max(len(x), len(y))
+            continue
+        for p, q in zip(x, y):
+            same = (p["start"], p["end"], p["kb_id"], p["is_nil"]) == (q["start"], q["end"], q["kb_id"], q["is_nil"]) \
+                and [c for c, _ in p["candidates"]] == [c for c, _ in q["candidates"]] \
+                and all(abs(s - t) <= tolerance for (_, s), (_, t) in zip(p["candidates"], q["candidates"]))
+            differing += not same
+    return {"documents_a": len(a), "documents_b": len(b), "only_in_one": len(a.keys() ^ b.keys()),
+            "differing_mentions": differing,
+            "identical": not (a.keys() ^ b.keys()) and differing == 0}
+
+
+__all__ = ["build_corpus", "same_output"]

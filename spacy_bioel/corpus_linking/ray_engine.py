@@ -1,0 +1,123 @@
+"""The Ray engine: Ray Data reads the shards (one read task per shard) and an
+actor pool of `num_workers` LinkWorkers links them with `map_batches`; each
+actor loads the pipeline once (the name index's vectors by memory map, so
+actors on one node share the page cache) and writes one part file per batch.
+
+Fault tolerance is Ray's: an actor that dies (killed, out of memory) is
+restarted and its unfinished batches are retried (`max_restarts` and
+`max_task_retries` are unlimited for Ray Data's actor pools). A retried batch
+writes the part file named by its documents' ids again, whole, under a
+temporary name first, so a batch is never written twice or half. The engine
+then counts the documents of the output against the input (`--verify`).
+
+On a cluster: start Ray on each node (`ray start --head` / `ray start
+--address HEAD:6379`), put the pipeline, the input shards and the output
+folder on storage every node sees (NFS, a shared disk), and pass
+`--address auto` (or the head's address) from the head node.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterator, Optional, Sequence
+
+from ..errors import BioELError, Errors
+
+logger = logging.getLogger(__name__)
+
+
+def _read_shard(row: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
+    import json
+
+    from .records import iter_shard
+
+    for record in iter_shard(row["shard"], start=row["start"], stop=row["stop"]):
+        yield {"id": record["id"], "text": record["text"],
+               "ents": None if record["ents"] is None else json.dumps(record["ents"])}
+
+
+# fault drill: "MARKER:N" makes the first actor to finish N batches die abruptly (after
+# writing its N-th part, before returning it), once per MARKER file; how the fault test
+# kills a worker mid-run, and how a user can rehearse one on their own cluster
+KILL_ONCE_ENV = "SPACY_BIOEL_KILL_WORKER_ONCE"
+
+
+class _RayLinker:
+    """One actor of the pool: a LinkWorker over batches of Ray Data rows."""
+
+    def __init__(self, pipeline: str, output_dir: str, top: int, threads: int) -> None:
+        from .worker import LinkWorker
+
+        self.worker = LinkWorker(pipeline, output_dir, top=top, threads=threads)
+        self.batches = 0
+
+    def __call__(self, batch: Dict[str, Any]) -> Dict[str, Any]:
+        import json
+
+        records = [{"id": str(i), "text": str(t), "ents": None if e is None else json.loads(e)}
+                   for i, t, e in zip(batch["id"], batch["text"], batch["ents"])]
+        summary = self.worker.link_and_write(records)
+        self.batches += 1
+        _maybe_die(self.batches)
+        return {key: [value] for key, value in summary.items()}
+
+
+def _maybe_die(batches: int) -> None:
+    import os
+
+    drill = os.environ.get(KILL_ONCE_ENV, "")
+    marker, _, after = drill.rpartition(":")
+    if not marker or not after.isdigit() or batches < int(after):
+        return
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return
+    logger.warning("Fault drill: worker %d dies after %d batches", os.getpid(), batches)
+    os._exit(137)
+
+
+def link_ray(shards: Sequence[Path], pipeline: str, output_dir: Path, *, num_workers: int = 2,
+             batch_docs: int = 256, top: int = 5, threads_per_worker: int = 1,
+             address: Optional[str] = None, chunk_bytes: int = 8 * 2 ** 20) -> Dict[str, Any]:
+    """Link every shard on Ray; RETURNS documents, mentions, parts, seconds.
+    Work is spread by read task: one per shard, or per `chunk_bytes` of an
+    uncompressed JSONL shard; many shards (PubMed's baseline comes as 1,000+
+    files) spread best."""
+    try:
+        import ray
+    except ImportError:
+        raise BioELError(Errors.E204)
+    started = time.perf_counter()
+    if not ray.is_initialized():
+        import os
+
+        drill = {KILL_ONCE_ENV: os.environ[KILL_ONCE_ENV]} if os.environ.get(KILL_ONCE_ENV) else {}
+        ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING,
+                 log_to_driver=False, runtime_env={"env_vars": drill} if drill else None)
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    pipeline = str(Path(pipeline).resolve()) if Path(pipeline).exists() else pipeline
+    output_dir = Path(output_dir).resolve()
+    from .records import shard_chunks
+
+    # one read task per shard, or per `chunk_bytes` of an uncompressed JSONL shard
+    chunks = [{"shard": p, "start": a, "stop": b} for s in shards
+              for p, a, b in shard_chunks(Path(s).resolve(), chunk_bytes)]
+    ds = ray.data.from_items(chunks, override_num_blocks=len(chunks))
+    # reads reserve no CPU: with every CPU held by an actor they would never be scheduled
+    ds = ds.flat_map(_read_shard, num_cpus=0)
+    ds = ds.map_batches(_RayLinker, batch_size=batch_docs, concurrency=num_workers,
+                        num_cpus=threads_per_worker, batch_format="numpy",
+                        fn_constructor_kwargs={"pipeline": pipeline, "output_dir": str(output_dir),
+                                               "top": top, "threads": threads_per_worker})
+    summaries = ds.take_all()
+    return {"engine": "ray", "workers": num_workers, "address": address or "local",
+            "documents": sum(int(s["documents"]) for s in summaries),
+            "mentions": sum(int(s["mentions"]) for s in summaries),
+            "parts": len({s["part"] for s in summaries}),
+            "seconds": round(time.perf_counter() - started, 2)}
+
+
+__all__ = ["KILL_ONCE_ENV", "link_ray"]

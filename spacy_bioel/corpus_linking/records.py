@@ -1,0 +1,198 @@
+"""Shards in, shards out: the records `link-corpus` reads and writes.
+
+An input record is {"id": str, "text": str, "ents": [[start, end, label], ...] or
+None}; None means the pipeline's own NER finds the mentions. Shard formats:
+- JSONL (`.jsonl`, `.json`, `.jsonl.gz`): one object a line with "text", an
+  optional "id" (default `<file>@<byte offset>`) and optional "entities" ([{"start",
+  "end", "label"}] or [[start, end, label]]);
+- PubTator (`.txt`, `.pubtator`, `.gz` of these): titles, abstracts and the
+  mention lines (their concept ids are ignored);
+- DocBin (`.spacy`): each Doc's text and ents; id from `doc.user_data["doc_id"]`
+  where the converter stored one, else `<file>:<n>`.
+An output shard is JSONL, one object per document: the id and text, and per
+mention its offsets, text, label, concept id (or NIL), probability, NIL flag
+and score and the top candidates. Part files are written whole under a
+temporary name and renamed, so a killed worker leaves no half file.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+from ..errors import BioELError, Errors
+
+JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
+PUBTATOR_SUFFIXES = (".txt", ".pubtator")
+DOCBIN_SUFFIXES = (".spacy",)
+Record = Dict[str, Any]
+
+
+def shard_format(path: Path) -> str:
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    if name.endswith(JSONL_SUFFIXES):
+        return "jsonl"
+    if name.endswith(PUBTATOR_SUFFIXES):
+        return "pubtator"
+    if name.endswith(DOCBIN_SUFFIXES):
+        return "docbin"
+    raise BioELError(Errors.E201.format(path=path))
+
+
+def list_shards(inputs: Sequence[Union[str, Path]]) -> List[Path]:
+    """The shard files of files, folders (their known-format files, sorted) and globs."""
+    shards: List[Path] = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            shards += sorted(p for p in path.iterdir() if p.is_file() and _known(p))
+        elif any(c in str(item) for c in "*?["):
+            shards += sorted(p for p in Path().glob(str(item)) if p.is_file())
+        elif path.is_file():
+            shards.append(path)
+        else:
+            raise BioELError(Errors.E008.format(path=path))
+    if not shards:
+        raise BioELError(Errors.E201.format(path=", ".join(map(str, inputs))))
+    for shard in shards:
+        shard_format(shard)  # E201 for an unknown format, before any work
+    return shards
+
+
+def _known(path: Path) -> bool:
+    try:
+        shard_format(path)
+        return True
+    except BioELError:
+        return False
+
+
+def _entities(value: Any, where: str) -> Optional[List[List[Any]]]:
+    if value is None:
+        return None
+    out = []
+    for ent in value:
+        if isinstance(ent, dict):
+            ent = [ent.get("start"), ent.get("end"), ent.get("label", "ENTITY")]
+        if len(ent) < 2 or not all(isinstance(x, int) for x in ent[:2]) or ent[0] >= ent[1]:
+            raise BioELError(Errors.E202.format(where=where, problem=f"bad entity {ent!r}"))
+        out.append([int(ent[0]), int(ent[1]), str(ent[2]) if len(ent) > 2 else "ENTITY"])
+    return out
+
+
+def shard_chunks(path: Union[str, Path], chunk_bytes: int = 0) -> List[Tuple[str, int, Optional[int]]]:
+    """Read tasks of one shard: (path, start, stop) byte ranges of about
+    `chunk_bytes` for an uncompressed JSONL file (a line belongs to the range it
+    starts in), the whole file otherwise or when `chunk_bytes` is 0."""
+    path = Path(path)
+    size = path.stat().st_size
+    if chunk_bytes <= 0 or shard_format(path) != "jsonl" or path.name.endswith(".gz") \
+            or size <= chunk_bytes:
+        return [(str(path), 0, None)]
+    starts = list(range(0, size, chunk_bytes))
+    return [(str(path), a, b) for a, b in zip(starts, starts[1:] + [None])]
+
+
+def _jsonl_lines(path: Path, start: int, stop: Optional[int]) -> Iterator[Tuple[int, bytes]]:
+    """(byte offset, line) of the lines that start in [start, stop)."""
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "rb") as handle:
+            offset = 0
+            for line in handle:
+                yield offset, line
+                offset += len(line)
+        return
+    with open(path, "rb") as handle:
+        if start > 0:
+            handle.seek(start - 1)
+            if handle.read(1) != b"\n":
+                handle.readline()  # the rest of a line that started in the previous range
+        while True:
+            offset = handle.tell()
+            if stop is not None and offset >= stop:
+                return
+            line = handle.readline()
+            if not line:
+                return
+            yield offset, line
+
+
+def iter_shard(path: Union[str, Path], nlp=None, start: int = 0,
+               stop: Optional[int] = None) -> Iterator[Record]:
+    """The records of one shard (or of the byte range [start, stop) of a JSONL
+    shard), in file order. A JSONL line without "id" gets `<file>@<byte offset>`."""
+    path = Path(path)
+    fmt = shard_format(path)
+    if fmt == "jsonl":
+        for offset, raw in _jsonl_lines(path, start, stop):
+            if not raw.strip():
+                continue
+            where = f"{path} (byte {offset})"
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as err:
+                raise BioELError(Errors.E202.format(where=where, problem=str(err)))
+            if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
+                raise BioELError(Errors.E202.format(where=where, problem="no \"text\" string"))
+            yield {"id": str(obj.get("id", f"{path.name}@{offset}")), "text": obj["text"],
+                   "ents": _entities(obj.get("entities"), where)}
+    elif fmt == "pubtator":
+        from ..corpora.pubtator import read_pubtator
+
+        for doc in read_pubtator(path):
+            yield {"id": doc.doc_id, "text": doc.text,
+                   "ents": [[m.start, m.end, m.label] for m in doc.mentions]}
+    else:
+        import spacy
+        from spacy.tokens import DocBin
+
+        vocab = (nlp or spacy.blank("en")).vocab
+        for number, doc in enumerate(DocBin().from_disk(path).get_docs(vocab)):
+            yield {"id": str(doc.user_data.get("doc_id", f"{path.name}:{number}")), "text": doc.text,
+                   "ents": [[e.start_char, e.end_char, e.label_] for e in doc.ents]}
+
+
+def part_name(ids: Sequence[str]) -> str:
+    """A part file's name from its documents' ids: the same batch, retried after a
+    worker died, writes the same file again instead of a second copy."""
+    digest = hashlib.sha1("\n".join(ids).encode("utf-8")).hexdigest()[:16]
+    return f"part-{digest}.jsonl"
+
+
+def write_part(output_dir: Path, records: Sequence[Record]) -> Path:
+    """Write one part file atomically (temporary name, then rename)."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    path = output_dir / part_name([r["id"] for r in records])
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_outputs(output_dir: Union[str, Path]) -> List[Record]:
+    """Every linked record of an output folder (its part files, any order)."""
+    records = []
+    for part in sorted(Path(output_dir).glob("part-*.jsonl")):
+        with open(part, encoding="utf-8") as handle:
+            records += [json.loads(line) for line in handle if line.strip()]
+    return records
+
+
+def compare_ids(inputs: Counter, outputs: Counter) -> Dict[str, int]:
+    """Lost and duplicated documents, by id (multisets: an input id may repeat)."""
+    lost = inputs - outputs
+    extra = outputs - inputs
+    return {"input_documents": sum(inputs.values()), "output_documents": sum(outputs.values()),
+            "lost": sum(lost.values()), "duplicated": sum(extra.values())}
+
+
+__all__ = ["Record", "compare_ids", "iter_shard", "list_shards", "part_name", "read_outputs",
+           "shard_chunks", "shard_format", "write_part"]

@@ -1,0 +1,158 @@
+"""`link-corpus`: shards in (JSONL, PubTator, DocBin), part files out; the local
+engine, the Ray engine (identical output, a worker killed mid-run loses and
+duplicates nothing) and the byte-range read tasks of a JSONL shard."""
+import json
+from collections import Counter
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+from typer.testing import CliRunner
+
+from spacy_bioel import Concept, KnowledgeBase
+from spacy_bioel.cli import app
+from spacy_bioel.corpus_linking.records import iter_shard, read_outputs, shard_chunks
+
+NAMES = [("D1", "colorectal carcinoma"), ("D2", "myocardial infarction"), ("D3", "hepatoblastoma"),
+         ("D4", "familial adenomatous polyposis")]
+MENTIONS = ["colon cancer", "heart attack", "hepatoblastoma", "FAP", "polyposis of the colon"]
+
+
+def write_jsonl(path, n, with_entities=True, ids=True):
+    with open(path, "w", encoding="utf-8") as handle:
+        for i in range(n):
+            mention = MENTIONS[i % len(MENTIONS)]
+            text = f"Case {i}: the patient has {mention} and was seen again."
+            start = text.index(mention)
+            row = {"text": text}
+            if ids:
+                row["id"] = f"doc{i}"
+            if with_entities:
+                row["entities"] = [{"start": start, "end": start + len(mention), "label": "Disease"}]
+            handle.write(json.dumps(row) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def pipeline_dir(tiny_bert_dir, tmp_path_factory):
+    """A linker on the tiny encoder, with an entity ruler before it (for text without entities)."""
+    kb = KnowledgeBase(name="toy")
+    for cid, name in NAMES:
+        kb.add(Concept(cid, name))
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("entity_ruler")
+    linker = nlp.add_pipe("bioel_linker", config={
+        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir)}})
+    linker.set_kb(kb)
+    nlp.initialize(lambda: [])
+    ruler.add_patterns([{"label": "Disease", "pattern": m} for m in MENTIONS])
+    path = tmp_path_factory.mktemp("corpus_linking") / "pipeline"
+    nlp.to_disk(path)
+    return path
+
+
+def run(*args):
+    result = CliRunner().invoke(app, ["link-corpus", *map(str, args)])
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result
+
+
+def test_byte_range_chunks_read_every_line_once(tmp_path):
+    shard = write_jsonl(tmp_path / "a.jsonl", 57, ids=False)
+    whole = list(iter_shard(shard))
+    assert len(whole) == 57 and whole[0]["id"] == "a.jsonl@0"
+    for size in (1, 7, 100, 333, 10 ** 6):
+        chunks = shard_chunks(shard, size)
+        parts = [r for path, a, b in chunks for r in iter_shard(path, start=a, stop=b)]
+        assert parts == whole, size
+
+
+def test_pubtator_and_docbin_shards(tmp_path):
+    (tmp_path / "p.txt").write_text("11|t|Colon cancer.\n11|a|And FAP.\n11\t0\t12\tColon cancer\tDisease\tD1\n"
+                                    "11\t18\t21\tFAP\tDisease\tD4\n\n")
+    assert list(iter_shard(tmp_path / "p.txt")) == [
+        {"id": "11", "text": "Colon cancer. And FAP.", "ents": [[0, 12, "Disease"], [18, 21, "Disease"]]}]
+    nlp = spacy.blank("en")
+    doc = nlp("Heart attack here.")
+    doc.ents = [doc.char_span(0, 12, "Disease")]
+    doc.user_data["doc_id"] = "x1"
+    DocBin(docs=[doc], store_user_data=True).to_disk(tmp_path / "d.spacy")
+    assert list(iter_shard(tmp_path / "d.spacy")) == [
+        {"id": "x1", "text": "Heart attack here.", "ents": [[0, 12, "Disease"]]}]
+
+
+def test_bad_input_is_named(tmp_path, pipeline_dir):
+    (tmp_path / "bad.jsonl").write_text('{"text": "fine"}\n{"txt": "no text"}\n')
+    result = CliRunner().invoke(app, ["link-corpus", str(pipeline_dir), str(tmp_path / "bad.jsonl"),
+                                      str(tmp_path / "out")])
+    assert result.exception.code == "E202" and "byte 17" in str(result.exception)
+    (tmp_path / "notes.docx").write_text("x")
+    result = CliRunner().invoke(app, ["link-corpus", str(pipeline_dir), str(tmp_path / "notes.docx"),
+                                      str(tmp_path / "out")])
+    assert result.exception.code == "E201"
+
+
+def test_local_engine_links_and_verifies(tmp_path, pipeline_dir):
+    (tmp_path / "in").mkdir()
+    write_jsonl(tmp_path / "in" / "a.jsonl", 30)
+    write_jsonl(tmp_path / "in" / "b.jsonl", 20, with_entities=False, ids=False)  # the NER finds them
+    result = run(pipeline_dir, tmp_path / "in", tmp_path / "out", "--batch-docs", "8",
+                 "--report", tmp_path / "report.json")
+    assert "50 in, 50 out, 0 lost, 0 duplicated" in result.output
+    records = {r["id"]: r for r in read_outputs(tmp_path / "out")}
+    assert len(records) == 50 and records["b.jsonl@0"]["entities"][0]["text"] == "colon cancer"
+    ent = records["doc1"]["entities"][0]
+    assert ent["text"] == "heart attack" and ent["kb_id"] in {"D1", "D2", "D3", "D4", "NIL"}
+    assert len(ent["candidates"]) == 4 and 0 <= ent["prob"] <= 1
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["verify"] == {"input_documents": 50, "output_documents": 50, "lost": 0,
+                                "duplicated": 0} and report["parts"] == 7  # 30 / 8 -> 4, 20 / 8 -> 3
+    again = CliRunner().invoke(app, ["link-corpus", str(pipeline_dir), str(tmp_path / "in"),
+                                     str(tmp_path / "out")])
+    assert again.exception.code == "E205"  # never mixes two runs' parts
+
+
+def test_ray_engine_equals_local_and_survives_a_killed_worker(tmp_path, pipeline_dir, monkeypatch):
+    ray = pytest.importorskip("ray", reason="Ray Data (the ray extra)")
+    from spacy_bioel.corpus_linking.ray_engine import KILL_ONCE_ENV
+
+    write_jsonl(tmp_path / "a.jsonl", 240)
+    run(pipeline_dir, tmp_path / "a.jsonl", tmp_path / "local", "--batch-docs", "10")
+    marker = tmp_path / "killed"
+    monkeypatch.setenv(KILL_ONCE_ENV, f"{marker}:3")  # the first actor to finish 3 batches dies
+    try:
+        result = run(pipeline_dir, tmp_path / "a.jsonl", tmp_path / "ray", "--engine", "ray",
+                     "--num-workers", "2", "--batch-docs", "10", "--chunk-mb", "0.004",
+                     "--report", tmp_path / "ray.json")
+    finally:
+        ray.shutdown()
+    assert marker.exists(), "the fault drill never killed a worker"
+    assert "240 in, 240 out, 0 lost, 0 duplicated" in result.output
+    local = sorted(read_outputs(tmp_path / "local"), key=lambda r: r["id"])
+    remote = sorted(read_outputs(tmp_path / "ray"), key=lambda r: r["id"])
+    assert Counter(r["id"] for r in remote) == Counter(f"doc{i}" for i in range(240))
+    for a, b in zip(local, remote):
+        assert a["text"] == b["text"] and len(a["entities"]) == len(b["entities"])
+        for x, y in zip(a["entities"], b["entities"]):
+            assert (x["kb_id"], x["is_nil"]) == (y["kb_id"], y["is_nil"])
+            assert [c for c, _ in x["candidates"]] == [c for c, _ in y["candidates"]]
+            assert x["prob"] == pytest.approx(y["prob"], abs=1e-4)
+
+
+def test_bench_corpus_and_output_comparison(tmp_path, pipeline_dir):
+    from spacy_bioel.corpus_linking.bench import build_corpus, same_output
+
+    write_jsonl(tmp_path / "src.jsonl", 7)
+    corpus = build_corpus([tmp_path / "src.jsonl"], tmp_path / "corpus", min_docs=20, shards=3)
+    assert corpus == {"documents": 21, "mentions": 21, "source_documents": 7, "copies": 3, "shards": 3}
+    ids = [r["id"] for s in sorted((tmp_path / "corpus").iterdir()) for r in iter_shard(s)]
+    assert len(ids) == len(set(ids)) == 21 and "doc0#2" in ids
+    run(pipeline_dir, tmp_path / "corpus", tmp_path / "a", "--batch-docs", "4")
+    run(pipeline_dir, tmp_path / "corpus", tmp_path / "b", "--batch-docs", "9")
+    assert same_output(tmp_path / "a", tmp_path / "b")["identical"]
+    part = next((tmp_path / "b").glob("part-*.jsonl"))
+    rows = [json.loads(line) for line in part.read_text().splitlines()]
+    rows[0]["entities"][0]["kb_id"] = "D999"
+    part.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    check = same_output(tmp_path / "a", tmp_path / "b")
+    assert not check["identical"] and check["differing_mentions"] == 1
