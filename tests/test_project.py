@@ -78,3 +78,18 @@ def test_train_evaluate_package_doors(tmp_path, tiny_bert_dir):
     package = srsly.read_json(project / "metrics" / "ncbi" / "linker_package.json")
     assert (project / package["wheel"]).is_file() and package["wheel"].endswith(
         "en_bioel_ncbi_linker-0.0.1-py3-none-any.whl")
+
+
+def test_gpu_id_without_cuda_gives_spacys_error(tmp_path):
+    """The announced `python -m spacy train configs/linker.cfg --gpu-id 0` on a machine
+    without CUDA stops at once with spaCy's (thinc's) error; the README points to
+    configs/linker_cpu.cfg for such machines."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is here: the GPU path is measured on a GPU machine instead")
+    result = subprocess.run([sys.executable, "-m", "spacy", "train", str(REPO_ROOT / "configs/linker.cfg"),
+                             "--gpu-id", "0", "--paths.train", "x", "--paths.dev", "y",
+                             "--paths.kb", "z"], capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0 and "Cannot use GPU" in result.stderr
+    assert "configs/linker_cpu.cfg" in (REPO_ROOT / "README.md").read_text()
