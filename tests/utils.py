@@ -104,3 +104,26 @@ def spacy_train_toy(config: Path, folder: Path, encoder: Path, *extra: str):
          "--training.max_epochs", "2", "--training.eval_frequency", "2",
          "--components.bioel_linker.model.max_length", "16", *extra],
         capture_output=True, text=True)
+
+
+def save_linker_pipeline(path: Path, encoder, concepts, patterns=None) -> Path:
+    """A blank pipeline with an untrained bioel_linker on `encoder` over a KB of
+    `concepts` ((id, name) pairs), initialized and saved at `path`; with
+    `patterns` (phrases), an entity ruler before it labels them 'Disease'."""
+    import spacy
+
+    from spacy_bioel import Concept, KnowledgeBase
+
+    kb = KnowledgeBase(name="toy")
+    for cid, name in concepts:
+        kb.add(Concept(cid, name))
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("entity_ruler") if patterns else None
+    linker = nlp.add_pipe("bioel_linker", config={
+        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(encoder)}})
+    linker.set_kb(kb)
+    nlp.initialize(lambda: [])
+    if ruler is not None:  # after initialize, which clears a ruler's patterns
+        ruler.add_patterns([{"label": "Disease", "pattern": p} for p in patterns])
+    nlp.to_disk(path)
+    return path

@@ -18,6 +18,8 @@ from spacy_bioel.kb import KnowledgeBase
 from spacy_bioel.kb.concept import Concept
 from spacy_bioel.kb import KnowledgeBase
 
+from ..utils import save_linker_pipeline
+
 MEDIC_LINES = [
     "D000001|OMIM:100100||Colorectal cancer|CRC|Colon carcinoma",
     "D000002||Breast cancer|Mammary carcinoma",
@@ -481,14 +483,8 @@ def test_link_without_brackets_says_how(kb_path):
 
 def test_link_without_brackets_uses_the_pipeline_ner(kb_path, tiny_bert_dir, tmp_path):
     """A trained pipeline with an NER before its linker finds the mentions itself."""
-    nlp = spacy.blank("en")
-    ruler = nlp.add_pipe("entity_ruler")
-    linker = nlp.add_pipe("bioel_linker", config={
-        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir)}})
-    linker.set_kb(KnowledgeBase.from_disk(kb_path))
-    nlp.initialize(lambda: [])
-    ruler.add_patterns([{"label": "Disease", "pattern": "breast cancer"}])  # after initialize
-    nlp.to_disk(tmp_path / "ner_linker")
+    concepts = [(c.concept_id, c.canonical_name) for c in KnowledgeBase.from_disk(kb_path)]
+    save_linker_pipeline(tmp_path / "ner_linker", tiny_bert_dir, concepts, patterns=["breast cancer"])
     result = ok("link", "Patients with breast cancer.", "--linker", tmp_path / "ner_linker")
     assert [row[0] for row in output_rows(result.output) if len(row) == 6] == ["breast cancer"]
     result = invoke("link", "Nothing the ruler knows.", "--linker", tmp_path / "ner_linker")

@@ -8,12 +8,12 @@ import sys
 import zipfile
 
 import pytest
-import spacy
 from typer.testing import CliRunner
 
-from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.cli import app
 from spacy_bioel.pipeline.packaging import PROBE_MENTIONS, PROBE_TEXT, link_probe
+
+from ..utils import save_linker_pipeline
 
 pytest.importorskip("build", reason="the `build` package (test extra) makes the wheel")
 
@@ -23,16 +23,9 @@ def trained_dir(tiny_bert_dir, tmp_path):
     """A saved bioel_linker pipeline on a copy of the tiny encoder (removed afterwards)."""
     encoder = tmp_path / "encoder"
     shutil.copytree(tiny_bert_dir, encoder)
-    kb = KnowledgeBase(name="toy")
-    for cid, name in [("D1", "familial adenomatous polyposis"), ("D2", "colorectal carcinoma"),
-                      ("D3", "hepatoblastoma"), ("D4", "myocardial infarction")]:
-        kb.add(Concept(cid, name))
-    nlp = spacy.blank("en")
-    linker = nlp.add_pipe("bioel_linker", config={
-        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(encoder)}})
-    linker.set_kb(kb)
-    nlp.initialize(lambda: [])
-    nlp.to_disk(tmp_path / "pipeline")
+    save_linker_pipeline(tmp_path / "pipeline", encoder, [
+        ("D1", "familial adenomatous polyposis"), ("D2", "colorectal carcinoma"),
+        ("D3", "hepatoblastoma"), ("D4", "myocardial infarction")])
     return tmp_path / "pipeline", encoder
 
 

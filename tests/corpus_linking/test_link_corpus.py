@@ -9,9 +9,10 @@ import spacy
 from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
-from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.cli import app
 from spacy_bioel.corpus_linking.records import iter_shard, read_outputs, shard_chunks
+
+from ..utils import save_linker_pipeline
 
 NAMES = [("D1", "colorectal carcinoma"), ("D2", "myocardial infarction"), ("D3", "hepatoblastoma"),
          ("D4", "familial adenomatous polyposis")]
@@ -36,18 +37,8 @@ def write_jsonl(path, n, with_entities=True, ids=True):
 @pytest.fixture(scope="module")
 def pipeline_dir(tiny_bert_dir, tmp_path_factory):
     """A linker on the tiny encoder, with an entity ruler before it (for text without entities)."""
-    kb = KnowledgeBase(name="toy")
-    for cid, name in NAMES:
-        kb.add(Concept(cid, name))
-    nlp = spacy.blank("en")
-    ruler = nlp.add_pipe("entity_ruler")
-    linker = nlp.add_pipe("bioel_linker", config={
-        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir)}})
-    linker.set_kb(kb)
-    nlp.initialize(lambda: [])
-    ruler.add_patterns([{"label": "Disease", "pattern": m} for m in MENTIONS])
     path = tmp_path_factory.mktemp("corpus_linking") / "pipeline"
-    nlp.to_disk(path)
+    save_linker_pipeline(path, tiny_bert_dir, NAMES, patterns=MENTIONS)
     return path
 
 

@@ -16,6 +16,8 @@ from spacy_bioel.cli import app
 from spacy_bioel.visualize.render import link_records_of, render_html
 from spacy_bioel.visualize.urls import concept_url, parse_url_options
 
+from ..utils import save_linker_pipeline
+
 KB_IDS = [("D003110", "colonic neoplasms"), ("DOID:9256", "colorectal cancer"),
           ("HP:0003002", "breast carcinoma"), ("OMIM:175100", "familial adenomatous polyposis")]
 
@@ -89,16 +91,7 @@ def test_records_and_page(linked_doc):
 
 @pytest.fixture
 def pipeline_dir(tiny_bert_dir, tmp_path):
-    kb = KnowledgeBase(name="toy")
-    for cid, name in KB_IDS:
-        kb.add(Concept(cid, name))
-    nlp = spacy.blank("en")
-    linker = nlp.add_pipe("bioel_linker", config={
-        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir)}})
-    linker.set_kb(kb)
-    nlp.initialize(lambda: [])
-    nlp.to_disk(tmp_path / "pipeline")
-    return tmp_path / "pipeline"
+    return save_linker_pipeline(tmp_path / "pipeline", tiny_bert_dir, KB_IDS)
 
 
 def test_visualize_html_command(pipeline_dir, tmp_path):
