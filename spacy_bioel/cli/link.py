@@ -19,11 +19,18 @@ SAMPLE_TEXT = (
 DEFAULT_KB = EMBEDDED_KBS["doid"]
 
 
+def _is_package(name: str) -> bool:
+    """Whether `name` is an installed pipeline package (`package`'s wheels)."""
+    import spacy
+
+    return name not in ("bioel", "exact", "tfidf") and spacy.util.is_package(name)
+
+
 @app.command("link")
 def link(
     text: str = typer.Argument(SAMPLE_TEXT, help="Text whose mentions are in [brackets] (without: the NER of a --linker pipeline finds them)"),
     kb_path: Path = typer.Option(DEFAULT_KB, "--kb", help="KB file, or embedded:doid (the default: the embedded Disease Ontology KB)"),
-    linker: str = typer.Option("bioel", "--linker", help="bioel (bioel_linker, embedded MiniLM or --encoder) | a trained pipeline directory | tfidf | exact"),
+    linker: str = typer.Option("bioel", "--linker", help="bioel (bioel_linker, embedded MiniLM or --encoder) | a trained pipeline directory or installed package | tfidf | exact"),
     encoder: str = typer.Option("embedded:all-MiniLM-L6-v2", "--encoder", help="bioel: encoder directory or hub name"),
     top: int = typer.Option(3, "--top", help="Candidates shown per mention"),
     verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
@@ -41,7 +48,8 @@ def link(
     setup_logging(verbose)
     plain, spans = parse_bracketed(text)
     # without [brackets], only a trained pipeline with its own NER can find the mentions
-    find_mentions = not spans and Path(linker).is_dir()
+    saved = Path(linker).is_dir() or _is_package(linker)  # a trained pipeline, or its wheel
+    find_mentions = not spans and saved
     if not spans and not find_mentions:
         raise BioELError(Errors.E198.format(text=preview(text), why="no [bracketed] mention"))
     kb = KnowledgeBase.from_disk(kb_path)
@@ -59,10 +67,10 @@ def link(
     else:
         from ..pipeline.loading import find_linker
 
-        if Path(linker).is_dir():
+        if saved:
             from ..pipeline.loading import load_pipeline
 
-            pipeline = load_pipeline(Path(linker))
+            pipeline = load_pipeline(Path(linker)) if Path(linker).is_dir() else spacy.load(linker)
             kb = find_linker(pipeline).kb
             if find_mentions:  # its NER sets doc.ents, then its linker links them
                 doc = pipeline.make_doc(plain)

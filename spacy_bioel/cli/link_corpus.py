@@ -139,5 +139,11 @@ def link_corpus_bench(
                      f"{run['docs_per_second']} | {run['mentions_per_second']} | "
                      f"{'(reference)' if same is None else ('yes' if same['identical'] else 'NO: ' + json.dumps(same))} |")
     write_json(output_dir / "link_corpus_bench.json", result)
+    try:
+        from ..corpus_linking.bench import bench_figure
+
+        lines += ["", f"![docs/s]({bench_figure(runs, output_dir / 'link_corpus_bench.png').name})"]
+    except ImportError:  # matplotlib is the `plots` extra: the table stands alone
+        logger.info("No figure: matplotlib is not installed (the plots extra)")
     (output_dir / "link_corpus_bench.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     typer.echo("\n".join(lines))

@@ -54,4 +54,24 @@ def same_output(a_dir: Path, b_dir: Path, tolerance: float = 1e-4) -> Dict[str, 
             "identical": not (a.keys() ^ b.keys()) and differing == 0}
 
 
-__all__ = ["build_corpus", "same_output"]
+def bench_figure(runs: Sequence[Dict[str, Any]], path: Path) -> Path:
+    """Docs/s of each run as bars (the `plots` extra)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r['engine']}\n{r['workers']} worker{'s' if r['workers'] > 1 else ''}" for r in runs]
+    fig, ax = plt.subplots(figsize=(1.6 * len(runs) + 2, 3.5))
+    bars = ax.bar(labels, [r["docs_per_second"] for r in runs], color=[f"C{i}" for i in range(len(runs))])
+    ax.bar_label(bars, fmt="%.1f")
+    ax.set_ylabel("documents / s (load included)")
+    ax.set_title("link-corpus")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["bench_figure", "build_corpus", "same_output"]

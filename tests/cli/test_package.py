@@ -57,6 +57,11 @@ def test_package_builds_a_wheel_that_links_offline(trained_dir, tmp_path):
     after = link_probe("en_toy_linker", env=env)
     assert [m for m, _ in after] == list(PROBE_MENTIONS) and PROBE_TEXT
     assert after == before  # float16 index vectors: the same concepts on the toy KB
+    linked = subprocess.run([sys.executable, "-m", "spacy_bioel", "link", "A [hepatoblastoma] case.",
+                             "--linker", "en_toy_linker"], capture_output=True, text=True,
+                            env={**os.environ, **env, "HF_HUB_OFFLINE": "1"})
+    assert linked.returncode == 0, linked.stderr[-2000:]
+    assert "linker: en_toy_linker" in linked.stdout and "hepatoblastoma" in linked.stdout
 
 
 def test_package_refuses_a_bad_dtype(trained_dir, tmp_path):

@@ -131,7 +131,7 @@ def test_ray_engine_equals_local_and_survives_a_killed_worker(tmp_path, pipeline
 
 
 def test_bench_corpus_and_output_comparison(tmp_path, pipeline_dir):
-    from spacy_bioel.corpus_linking.bench import build_corpus, same_output
+    from spacy_bioel.corpus_linking.bench import bench_figure, build_corpus, same_output
 
     write_jsonl(tmp_path / "src.jsonl", 7)
     corpus = build_corpus([tmp_path / "src.jsonl"], tmp_path / "corpus", min_docs=20, shards=3)
@@ -147,3 +147,6 @@ def test_bench_corpus_and_output_comparison(tmp_path, pipeline_dir):
     part.write_text("".join(json.dumps(r) + "\n" for r in rows))
     check = same_output(tmp_path / "a", tmp_path / "b")
     assert not check["identical"] and check["differing_mentions"] == 1
+    runs = [{"engine": "local", "workers": 1, "docs_per_second": 9.5},
+            {"engine": "ray", "workers": 2, "docs_per_second": 17.0}]
+    assert bench_figure(runs, tmp_path / "fig.png").stat().st_size > 1000
