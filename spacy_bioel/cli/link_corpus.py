@@ -124,6 +124,12 @@ def link_corpus_bench(
         run["same_as_local"] = same_output(local_dir, out)
         runs.append(run)
     ray.shutdown()
+    from ..corpus_linking.records import compare_ids, iter_shard, read_outputs
+
+    inputs = Counter(r["id"] for shard in shard_files for r in iter_shard(shard))
+    for run, folder in zip(runs, [local_dir] + [output_dir / f"out-ray-{n}" for n in
+                                                [int(w) for w in split_csv(workers)]]):
+        run["verify"] = compare_ids(inputs, Counter(r["id"] for r in read_outputs(folder)))
     for run in runs:
         run["docs_per_second"] = round(run["documents"] / max(run["seconds"], 1e-9), 1)
         run["mentions_per_second"] = round(run["mentions"] / max(run["seconds"], 1e-9), 1)
@@ -131,11 +137,12 @@ def link_corpus_bench(
     lines = [f"Corpus: {corpus['documents']:,} documents ({corpus['source_documents']:,} source "
              f"documents x {corpus['copies']}), {corpus['mentions']:,} mentions, {shards} JSONL "
              f"shards; pipeline {pipeline}; one thread per worker.", "",
-             "| engine | workers | seconds (load included) | docs/s | mentions/s | output equals local |",
-             "|---|---:|---:|---:|---:|---|"]
+             "| engine | workers | documents in / out (lost, duplicated) | seconds (load included) | docs/s | mentions/s | output equals local |",
+             "|---|---:|---|---:|---:|---:|---|"]
     for run in runs:
-        same = run.get("same_as_local")
-        lines.append(f"| {run['engine']} | {run['workers']} | {run['seconds']} | "
+        same, check = run.get("same_as_local"), run["verify"]
+        lines.append(f"| {run['engine']} | {run['workers']} | {check['input_documents']:,} / "
+                     f"{check['output_documents']:,} ({check['lost']}, {check['duplicated']}) | {run['seconds']} | "
                      f"{run['docs_per_second']} | {run['mentions_per_second']} | "
                      f"{'(reference)' if same is None else ('yes' if same['identical'] else 'NO: ' + json.dumps(same))} |")
     write_json(output_dir / "link_corpus_bench.json", result)

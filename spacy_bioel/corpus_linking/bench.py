@@ -35,23 +35,36 @@ def build_corpus(sources: Sequence[Path], output_dir: Path, min_docs: int, shard
 def same_output(a_dir: Path, b_dir: Path, tolerance: float = 1e-4) -> Dict[str, Any]:
     """Whether two output folders hold the same linked documents (scores within
     `tolerance`: a mention's scores depend on the batch it was encoded in by
-    float rounding). RETURNS counts of documents and of differing mentions."""
-    a = {r["id"]: r for r in read_outputs(a_dir)}
-    b = {r["id"]: r for r in read_outputs(b_dir)}
+    float rounding). Documents are matched by id, and by text among documents
+    that share an id (a corpus may repeat one). RETURNS counts of documents and
+    of differing mentions."""
+    def by_id(folder: Path) -> Dict[str, List[Record]]:
+        groups: Dict[str, List[Record]] = {}
+        for record in read_outputs(folder):
+            groups.setdefault(record["id"], []).append(record)
+        return {k: sorted(v, key=lambda r: r["text"]) for k, v in groups.items()}
+
+    a, b = by_id(a_dir), by_id(b_dir)
     differing = 0
     for doc_id in a.keys() & b.keys():
-        x, y = a[doc_id]["entities"], b[doc_id]["entities"]
-        if len(x) != len(y):
-            differing += max(len(x), len(y))
-            continue
-        for p, q in zip(x, y):
-            same = (p["start"], p["end"], p["kb_id"], p["is_nil"]) == (q["start"], q["end"], q["kb_id"], q["is_nil"]) \
-                and [c for c, _ in p["candidates"]] == [c for c, _ in q["candidates"]] \
-                and all(abs(s - t) <= tolerance for (_, s), (_, t) in zip(p["candidates"], q["candidates"]))
-            differing += not same
-    return {"documents_a": len(a), "documents_b": len(b), "only_in_one": len(a.keys() ^ b.keys()),
+        if len(a[doc_id]) != len(b[doc_id]):
+            differing += 1
+        for da, db in zip(a[doc_id], b[doc_id]):
+            x, y = da["entities"], db["entities"]
+            if da["text"] != db["text"] or len(x) != len(y):
+                differing += max(len(x), len(y), 1)
+                continue
+            for p, q in zip(x, y):
+                same = (p["start"], p["end"], p["kb_id"], p["is_nil"]) == \
+                    (q["start"], q["end"], q["kb_id"], q["is_nil"]) \
+                    and [c for c, _ in p["candidates"]] == [c for c, _ in q["candidates"]] \
+                    and all(abs(s - t) <= tolerance
+                            for (_, s), (_, t) in zip(p["candidates"], q["candidates"]))
+                differing += not same
+    count = lambda groups: sum(len(v) for v in groups.values())  # noqa: E731
+    return {"documents_a": count(a), "documents_b": count(b), "only_in_one": len(a.keys() ^ b.keys()),
             "differing_mentions": differing,
-            "identical": not (a.keys() ^ b.keys()) and differing == 0}
+            "identical": not (a.keys() ^ b.keys()) and differing == 0 and count(a) == count(b)}
 
 
 def bench_figure(runs: Sequence[Dict[str, Any]], path: Path) -> Path:

@@ -108,7 +108,8 @@ def link_ray(shards: Sequence[Path], pipeline: str, output_dir: Path, *, num_wor
     ds = ray.data.from_items(chunks, override_num_blocks=len(chunks))
     # reads reserve no CPU: with every CPU held by an actor they would never be scheduled
     ds = ds.flat_map(_read_shard, num_cpus=0)
-    ds = ds.map_batches(_RayLinker, batch_size=batch_docs, concurrency=num_workers,
+    ds = ds.map_batches(_RayLinker, batch_size=batch_docs,
+                        compute=ray.data.ActorPoolStrategy(size=num_workers),
                         num_cpus=threads_per_worker, batch_format="numpy",
                         fn_constructor_kwargs={"pipeline": pipeline, "output_dir": str(output_dir),
                                                "top": top, "threads": threads_per_worker})
