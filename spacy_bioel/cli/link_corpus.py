@@ -108,10 +108,10 @@ def link_corpus_bench(
     setup_logging(verbose)
     corpus = build_corpus(sources, output_dir / "corpus", min_docs, shards)
     shard_files = list_shards([output_dir / "corpus"])
-    runs = []
     local_dir = output_dir / "out-local"
     shutil.rmtree(local_dir, ignore_errors=True)
-    runs.append(link_local(shard_files, pipeline, local_dir, batch_docs=batch_docs, threads=1))
+    runs = [link_local(shard_files, pipeline, local_dir, batch_docs=batch_docs, threads=1)]
+    folders = [local_dir]
     try:
         import ray
     except ImportError:
@@ -123,12 +123,12 @@ def link_corpus_bench(
                        threads_per_worker=1)
         run["same_as_local"] = same_output(local_dir, out)
         runs.append(run)
+        folders.append(out)
     ray.shutdown()
     from ..corpus_linking.records import compare_ids, iter_shard, read_outputs
 
     inputs = Counter(r["id"] for shard in shard_files for r in iter_shard(shard))
-    for run, folder in zip(runs, [local_dir] + [output_dir / f"out-ray-{n}" for n in
-                                                [int(w) for w in split_csv(workers)]]):
+    for run, folder in zip(runs, folders):
         run["verify"] = compare_ids(inputs, Counter(r["id"] for r in read_outputs(folder)))
     for run in runs:
         run["docs_per_second"] = round(run["documents"] / max(run["seconds"], 1e-9), 1)

@@ -18,7 +18,7 @@ logger = logging.getLogger(__name__)
 def prepare(
     dataset: str = typer.Argument(..., help="ncbi | bc5cdr | askapatient | hp | doid"),
     output_dir: Path = typer.Argument(..., help="Directory for kb.bioelkb and train/dev/test.spacy"),
-    data_root: Path = typer.Option(Path("assets/data"), "--data-root", help="Folder holding the source files (../shared/data's layout)"),
+    data_root: Path = typer.Option(Path("assets/data"), "--data-root", help="Folder holding the source files: ctd_medic/, ncbi_disease/, bc5cdr/, askapatient_fold0/, obo_ontologies/ (the layout `spacy project assets` downloads)"),
     medic_file: Optional[str] = typer.Option(None, "--medic-file", help="ncbi: MEDIC dictionary under ctd_medic/"),
     ctd_file: Optional[str] = typer.Option(None, "--ctd-file", help="bc5cdr: CTD diseases report under ctd_medic/"),
     hp_file: Optional[str] = typer.Option(None, "--hp-file", help="hp: HP release (.obo or .obo.gz) under obo_ontologies/"),

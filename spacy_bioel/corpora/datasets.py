@@ -61,7 +61,7 @@ DATASETS: Dict[str, DatasetRecipe] = {
         "obo", ("obo_ontologies/{doid_file}",), "DOID", "obo-syn", prefixes=("DOID:",),
         evaluate_as="doid-zs"),
 }
-# the file names of the releases our results use (`../shared/data`'s, project.yml's vars)
+# the file names of the releases our results use (project.yml's vars and assets)
 DEFAULT_FILES: Dict[str, str] = {
     "medic_file": "medic_06Jul2012.txt",
     "ctd_file": "CTD_diseases_2017-06-06.tsv.gz",

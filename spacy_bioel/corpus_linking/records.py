@@ -60,7 +60,7 @@ def list_shards(inputs: Sequence[Union[str, Path]]) -> List[Path]:
             raise BioELError(Errors.E008.format(path=path))
     if not shards:
         raise BioELError(Errors.E201.format(path=", ".join(map(str, inputs))))
-    for shard in shards:
+    for shard in shards:  # folders were filtered; a named file or glob match is checked here
         shard_format(shard)  # E201 for an unknown format, before any work
     return shards
 

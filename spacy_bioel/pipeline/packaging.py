@@ -23,13 +23,13 @@ PROBE_TEXT = ("Carriers of familial adenomatous polyposis develop colorectal car
 PROBE_MENTIONS = ("familial adenomatous polyposis", "colorectal carcinomas", "hepatoblastoma",
                   "heart attack")
 _LINK_SCRIPT = """
-import json, sys
+import json, pathlib, sys
 import spacy
 nlp = spacy.load(sys.argv[1])
 text, mentions = sys.argv[2], json.loads(sys.argv[3])
 doc = nlp.make_doc(text)
 doc.ents = [doc.char_span(text.index(m), text.index(m) + len(m), "MENTION") for m in mentions]
-print(json.dumps([[e.text, e.kb_id_] for e in nlp(doc).ents]))
+pathlib.Path(sys.argv[4]).write_text(json.dumps([[e.text, e.kb_id_] for e in nlp(doc).ents]))
 """
 
 
@@ -38,12 +38,15 @@ def link_probe(model: str, python: str = sys.executable, env: Optional[Dict[str,
     """[mention, kb_id] of the probe mentions linked by `spacy.load(model)` in a
     separate process of `python`, offline (HF_HUB_OFFLINE=1)."""
     env = {**os.environ, **(env or {}), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    done = subprocess.run([python, "-c", _LINK_SCRIPT, model, PROBE_TEXT, json.dumps(PROBE_MENTIONS)],
-                          capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        raise BioELError(Errors.E200.format(step=f"linking with {model}",
-                                            output=done.stderr.strip()[-1500:]))
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    with tempfile.TemporaryDirectory(prefix="bioel_probe_") as tmp:
+        out = Path(tmp) / "links.json"
+        done = subprocess.run([python, "-c", _LINK_SCRIPT, model, PROBE_TEXT,
+                               json.dumps(PROBE_MENTIONS), str(out)],
+                              capture_output=True, text=True, env=env)
+        if done.returncode != 0:
+            raise BioELError(Errors.E200.format(step=f"linking with {model}",
+                                                output=done.stderr.strip()[-1500:]))
+        return json.loads(out.read_text())
 
 
 def _run(step: str, command: Sequence[str]) -> None:

@@ -41,7 +41,7 @@ def link_records_of(doc: Doc, kb=None, attrs: Optional[Mapping[str, str]] = None
         return ent._.get(name) if ent.has_extension(name) else None
 
     def name_of(cid: str) -> Optional[str]:
-        concept = kb.get(cid) if kb is not None and hasattr(kb, "get") else None
+        concept = kb.get(cid) if kb is not None else None
         return concept.canonical_name if concept is not None else None
 
     records = []
