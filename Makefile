@@ -4,26 +4,48 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# spacy-transformers 1.4 needs transformers<4.53.3: its own environment, so the main one keeps 5.x
+TRF_VENV ?= .venv-trf
+TRF_BIN := $(TRF_VENV)/bin
 DATA_ROOT ?= ../shared/data
 
-.PHONY: setup demo test test-fast baselines clean
+.PHONY: setup setup-trf demo test test-trf test-fast baselines clean
+
+EXTRAS := models,plots,test,onnx,package,viz,ray
+TRF_EXTRAS := models,test,trf
+
+# a virtualenv $(1) with the CPU torch wheel, then the project and the extras $(2) in one pip command
+define make_venv
+	test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip install -q --upgrade pip
+	$(1)/bin/python -m pip install -q torch==2.13.0
+	$(1)/bin/python -m pip install -q -e ".[$(2)]"
+	touch $(1)/bin/.installed
+endef
 
 $(BIN)/.installed: pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[models,plots,test,onnx,package,viz,ray]"
-	touch $@
+	$(call make_venv,$(VENV),$(EXTRAS))
 
 setup: $(BIN)/.installed
+
+$(TRF_BIN)/.installed: pyproject.toml
+	$(call make_venv,$(TRF_VENV),$(TRF_EXTRAS))
+
+## The trf environment: spacy-transformers 1.4 with the transformers it supports (<4.53.3).
+setup-trf: $(TRF_BIN)/.installed
 
 ## The main job on the embedded default: link a sample text's mentions.
 demo: setup
 	$(BIN)/python -m spacy_bioel link
 
-## The whole test suite (data-marked tests run when $(DATA_ROOT) exists).
-test: setup
+## The whole test suite (data-marked tests run when $(DATA_ROOT) exists), then the
+## spacy-transformers tests in the trf environment.
+test: setup test-trf
 	BIOEL_DATA_ROOT=$(abspath $(DATA_ROOT)) $(BIN)/python -m pytest -q
+
+## The tests of the transformer-listening mention tower, with spacy-transformers installed.
+test-trf: setup-trf
+	$(TRF_BIN)/python -m pytest -q tests/encoders/test_contextual.py "tests/test_registry.py::test_every_shipped_config_resolves_its_stages"
 
 ## Unit tests only (no real data).
 test-fast: setup
@@ -34,4 +56,4 @@ baselines: setup
 	$(BIN)/python -m spacy project run all . --vars.data_root $(DATA_ROOT)
 
 clean:
-	rm -rf $(VENV) corpus kbs metrics project.lock
+	rm -rf $(VENV) $(TRF_VENV) corpus kbs metrics project.lock

@@ -298,6 +298,19 @@ class Errors(metaclass=ErrorsWithCodes):
             "--engine local links in this process without it.")
     E205 = ("{output} already holds {n} part file(s) of an earlier run; link-corpus would mix "
             "them with this run's. Use an empty folder, or --overwrite to remove them first.")
+    # contextual mention tower (spacy-bioel.ContextualBiEncoder.v1): E210-E219
+    E210 = ("The mention tower's token vectors are {width} wide but the concept encoder "
+            "'{encoder}' gives {dim}-dimensional embeddings. Use the same base model for the "
+            "upstream transformer ([components.transformer.model] name) and the linker's "
+            "concept encoder ([components.bioel_linker.model] encoder).")
+    E211 = ("The linker reads mentions from the upstream transformer's output, but the doc "
+            "'{text}...' has none. Keep the 'transformer' component in the pipeline, before "
+            "bioel_linker and not disabled (nlp.pipe(..., disable=[...]) included).")
+    E212 = ("{what} encodes mention texts, but this linker reads mentions in context "
+            "(spacy-bioel.ContextualBiEncoder.v1). {fix}")
+    E213 = ("spacy-bioel.TransformerModel.v1 needs spacy-transformers ({problem}). Install "
+            "the trf extra: pip install 'spacy-bioel[models,trf]' (it resolves transformers "
+            "below 4.53.3, as spacy-transformers 1.4 requires; README, 'spacy-transformers').")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

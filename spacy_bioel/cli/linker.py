@@ -55,7 +55,7 @@ def tune(
     (kNN-BioEL eqs. 4-6) and a hybrid generator's sparse weight for dev Acc@1,
     then the NIL stage's calibration (and, where dev has gold NIL, its
     threshold for NIL F1). Saves the pipeline with nlp.to_disk."""
-    from ..pipeline.loading import find_linker
+    from ..pipeline.loading import find_linker, upstream_annotated
     from ..pipeline.tuning import tune_linker
 
     setup_logging(verbose)
@@ -63,7 +63,7 @@ def tune(
     linker = find_linker(nlp, name)
     grid = {"k": [int(v) for v in split_csv(ks)], "lambda": [float(v) for v in split_csv(lambdas)],
             "beta1": [float(v) for v in split_csv(beta1s)], "beta2": [float(v) for v in split_csv(beta2s)]}
-    result = tune_linker(linker, read_docs([dev]), grid,
+    result = tune_linker(linker, upstream_annotated(nlp, linker, read_docs([dev])), grid,
                          [float(v) for v in split_csv(sparse_weights)])
     result["dev"] = str(dev)
     lines = ["| k | lambda | beta1 | beta2 | dev Acc@1 |", "|---:|---:|---:|---:|---:|"]

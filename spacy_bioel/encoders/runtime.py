@@ -93,9 +93,9 @@ class TorchRuntime:
 
     def cache_keys(self, model, texts: Sequence[str]) -> List[str]:
         """The texts after the tokenizer's normaliser (see `encoders.tokenize`)."""
-        from .thinc_biencoder import batch_tokenizer
+        from .thinc_biencoder import batch_tokenizer, is_built
 
-        tokenizer = batch_tokenizer(model) if model.layers else None
+        tokenizer = batch_tokenizer(model) if is_built(model) else None
         return tokenizer.cache_keys(texts) if tokenizer is not None else list(texts)
 
     def invalidate(self) -> None:
@@ -149,9 +149,9 @@ class OnnxRuntime:
     def _ready(self, model) -> None:
         if self.needs_model():
             from .onnx_export import export_mention_encoder
-            from .thinc_biencoder import batch_tokenizer
+            from .thinc_biencoder import batch_tokenizer, is_built
 
-            if not model.layers:
+            if not is_built(model):
                 raise BioELError(Errors.E168)
             self._onnx = export_mention_encoder(model, self.quantize, self.tower)
             self._file, self._session, self._stale = None, None, False

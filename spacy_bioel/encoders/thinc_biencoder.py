@@ -69,13 +69,28 @@ def build_biencoder(encoder: str = DEFAULT_ENCODER, pooling: str = "mean",
 
 
 def init(model: Model, X: Optional[EncoderInput] = None, Y: Optional[Any] = None) -> None:
-    """Load the transformer (weights included) unless already built."""
-    if model.layers:
+    """Load the transformer (weights included) unless already built; a contextual
+    model's span layer (`contextual.py`) is initialized too."""
+    for layer in model.layers[1 if is_built(model) else 0:]:
+        layer.initialize()
+    if is_built(model):
         return
     from .torch_biencoder import load_transformer
 
     tokenizer, transformer = load_transformer(model.attrs["encoder"])
     attach_module(model, tokenizer, transformer)
+
+
+def is_built(model: Model) -> bool:
+    """True once the PyTorch module is attached (always `model.layers[0]`; a
+    contextual model's span layer follows it)."""
+    return bool(model.layers) and model.layers[0].name.startswith("pytorch")
+
+
+def is_contextual(model: Model) -> bool:
+    """True for `spacy-bioel.ContextualBiEncoder.v1`: mentions are read from an
+    upstream component's token vectors, not encoded from their text."""
+    return bool(model.attrs.get("contextual"))
 
 
 def attach_module(model: Model, tokenizer, transformer) -> None:
@@ -84,7 +99,10 @@ def attach_module(model: Model, tokenizer, transformer) -> None:
 
     frozen = model.attrs.get("frozen_layers", 0)  # absent in pipelines saved before the option
     concept = None
-    if not model.attrs["shared_towers"]:
+    if is_contextual(model):  # one frozen tower: concept names only
+        for parameter in transformer.parameters():
+            parameter.requires_grad_(False)
+    elif not model.attrs["shared_towers"]:
         concept = copy.deepcopy(transformer)
         if not model.attrs["train_concept_tower"]:
             for parameter in concept.parameters():
@@ -105,7 +123,7 @@ def attach_module(model: Model, tokenizer, transformer) -> None:
     mixed = bool(model.attrs["mixed_precision"]) and torch.cuda.is_available()
     wrapper = PyTorchWrapper_v2(module, convert_inputs=_make_converter(model),
                                 mixed_precision=mixed)
-    model._layers.append(wrapper)
+    model._layers.insert(0, wrapper)  # before a contextual model's span layer
     model.attrs["tokenizer"] = tokenizer
     model.set_dim("nO", module.dim)
 
@@ -113,7 +131,7 @@ def attach_module(model: Model, tokenizer, transformer) -> None:
 def build_from_saved(model: Model, encoder_dir: Union[str, Path]) -> None:
     """Rebuild the module from a saved tokenizer + transformer config (random
     weights), so that `model.from_disk` can then load the trained weights."""
-    if model.layers:
+    if is_built(model):
         return
     from .torch_biencoder import load_transformer
 
@@ -131,7 +149,10 @@ def save_encoder_config(model: Model, encoder_dir: Union[str, Path]) -> None:
 
 def concept_tower_trained(model: Model) -> bool:
     """RETURNS (bool): whether training changes the concept tower (shared towers,
-    or a separate tower with train_concept_tower), so name embeddings go stale."""
+    or a separate tower with train_concept_tower), so name embeddings go stale.
+    A contextual model's concept tower is always frozen."""
+    if is_contextual(model):
+        return False
     return bool(model.attrs.get("shared_towers", True) or model.attrs.get("train_concept_tower", True))
 
 
@@ -236,8 +257,10 @@ def embed_texts(model: Model, texts: Sequence[str], tower: str, batch_size: int 
 
 
 def forward(model: Model, X: EncoderInput, is_train: bool):
+    if X[1] == "spans":  # (docs, spans) of a contextual model: its span layer
+        return model.layers[1](X[0], is_train)
     return model.layers[0](X, is_train)
 
 
-__all__ = ["build_biencoder", "build_from_saved", "save_encoder_config", "torch_module",
+__all__ = ["build_biencoder", "build_from_saved", "is_built", "is_contextual", "save_encoder_config", "torch_module",
            "tokenize", "prompted", "batch_tokenizer", "embed_texts", "concept_tower_trained"]

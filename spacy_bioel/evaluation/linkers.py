@@ -136,8 +136,10 @@ def link_records(nlp: "Language", docs: Sequence[Doc], kb_ents_attr: str = "kb_e
     components before the reranker run once; their output is read, then the
     reranker and what follows it continue on the same docs.
     RETURNS: (records, reranker summary or None)."""
+    from ..pipeline.loading import NER_COMPONENTS
+
     apply_overrides(nlp, overrides)
-    active = [name for name in nlp.pipe_names if name not in ("ner", "entity_ruler", "span_ruler")]
+    active = [name for name in nlp.pipe_names if name not in NER_COMPONENTS]
     inputs = [_strip_links(nlp, doc) for doc in docs]
     reranker = find_reranker(nlp)
     cut = active.index(reranker.name) if reranker is not None and reranker.name in active else None

@@ -5,6 +5,7 @@ from typing import Callable
 
 from spacy.util import registry
 
+from ..encoders.thinc_biencoder import is_built
 from .linker import BioELLinker
 
 
@@ -14,7 +15,7 @@ def create_refresh_linkers() -> Callable:
     bioel_linker before spaCy saves model-best / model-last (saving never encodes)."""
     def refresh_linkers(nlp):
         for _, pipe in nlp.pipeline:
-            if isinstance(pipe, BioELLinker) and pipe.kb is not None and pipe.model.layers:
+            if isinstance(pipe, BioELLinker) and pipe.kb is not None and is_built(pipe.model):
                 pipe.refresh()
         return nlp
     return refresh_linkers

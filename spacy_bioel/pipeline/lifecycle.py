@@ -21,7 +21,7 @@ from spacy.training import Example, validate_examples
 from thinc.api import Optimizer
 
 from ..datastore.knn import DatastoreKNN, document_key
-from ..encoders.thinc_biencoder import concept_tower_trained, embed_texts
+from ..encoders.thinc_biencoder import concept_tower_trained, embed_texts, is_contextual
 from ..errors import BioELError, Errors
 from . import serialize
 from .mentions import gold_mentions
@@ -54,7 +54,7 @@ def refresh(linker: "BioELLinker", force: bool, datastore: bool) -> None:
         linker.index.refresh(lambda texts: linker.embed(texts, "concept", progress=True), key)
     if datastore and (force or linker.datastore_stale or linker.datastore is None):
         linker.datastore = DatastoreKNN(linker.model.get_dim("nO"))
-        if linker.train_mentions:
+        if linker.train_mentions and not is_contextual(linker.model):  # no text tower: empty
             texts = [text for text, _ in linker.train_mentions]
             linker.datastore.add(embed_texts(linker.model, texts, "mention",
                                              linker.cfg["encode_batch_size"]),
@@ -96,9 +96,18 @@ def update(linker: "BioELLinker", examples: List[Example], sgd: Optional[Optimiz
         raise BioELError(Errors.E168)
     linker.require_model("training")
     batch = MentionBatch(*(list(column) for column in zip(*mentions)))
+    if is_contextual(linker.model):
+        from ..encoders.contextual import training_input
+
+        batch.spans, gold, groups = training_input(examples, linker.resolve)
+        if gold != batch.gold or groups != batch.groups:  # pragma: no cover - same walk
+            raise AssertionError("contextual mentions out of order with the gold mentions")
     if getattr(linker.loss, "uses_graph", False):
         from ..training.graph_step import graph_step
 
+        if batch.spans is not None:
+            raise BioELError(Errors.E212.format(what="GraphPrompt's templates", fix=(
+                "Use spacy-bioel.BiEncoder.v1 with GraphPrompt.")))
         value, terms = graph_step(linker.model, graph_loss(linker), batch, linker.index, linker.rng)
         losses[linker.name] += value
         for term, term_value in terms.items():

@@ -23,6 +23,7 @@ from spacy.tokens import Doc, Span
 from ..errors import BioELError, Errors, Warnings, warn
 from .cache import LinkCache
 from .decisions import NIL_WITHOUT_ALNUM, Retrieved, decide_entity
+from ..encoders.thinc_biencoder import is_contextual
 from .mentions import (SpanKey, has_alnum, held_out_key, long_forms, mention_alternatives,
                        mention_input)
 
@@ -87,6 +88,8 @@ def retrieve(linker: "BioELLinker", docs: Sequence[Doc], knn_k: Optional[int] = 
 def predict(linker: "BioELLinker", docs: Sequence[Doc], cache: Optional[LinkCache]
             ) -> List[Dict[str, Any]]:
     """RETURNS (List[Dict[str, Any]]): the decision of every entity, docs in order."""
+    if is_contextual(linker.model):  # the same text reads differently in each context
+        cache = None
     every, forms, early = _early(linker, docs)
     decisions: List[Optional[Dict[str, Any]]] = [None] * len(every)
     pending: Dict[Hashable, List[int]] = {}
@@ -169,6 +172,23 @@ def encode_mentions(linker: "BioELLinker", texts: List[str], cache: Optional[Lin
     return np.stack(rows) if rows else np.zeros((0, linker.index.store.dim), dtype=np.float32)
 
 
+def contextual_queries(linker: "BioELLinker", spans: List[Entity], texts: List[str],
+                       owner: List[int]) -> np.ndarray:
+    """Embeddings of a contextual model: each entity read in its document; a long
+    form (texts after the entities') read where it occurs in the document, nearest
+    before its abbreviation (the entity itself if it does not occur)."""
+    from ..encoders.contextual import embed_entities, locate
+
+    linker.require_model("encoding mentions")
+    rows = []
+    for j, k in enumerate(owner):
+        ent = spans[k][1]
+        where = locate(ent.doc, texts[j], ent) if j >= len(spans) else None
+        start, end = where if where is not None else (ent.start, ent.end)
+        rows.append((ent.doc, start, end))
+    return embed_entities(linker.model, rows)
+
+
 def retrieve_spans(linker: "BioELLinker", spans: List[Entity], forms: Dict[SpanKey, str],
                    knn_k: Optional[int], cache: Optional[LinkCache]) -> List[Retrieved]:
     """Candidates and datastore neighbours of each span's text and long form."""
@@ -180,7 +200,10 @@ def retrieve_spans(linker: "BioELLinker", spans: List[Entity], forms: Dict[SpanK
     if linker.index.stale or linker.datastore_stale:
         warn(Warnings.W006.format(name=linker.name))
     texts, labels, owner = mention_alternatives(spans, linker.cfg["context_window"], forms)
-    queries = encode_mentions(linker, texts, cache)
+    if is_contextual(linker.model):
+        queries = contextual_queries(linker, spans, texts, owner)
+    else:
+        queries = encode_mentions(linker, texts, cache)
     masks = linker.type_filter.masks(labels) if linker.type_filter is not None else None
     k = min(linker.cfg["top_k"], len(linker.index.names.concept_ids))
     found = linker.candidates(texts, queries, linker.index, k, masks)

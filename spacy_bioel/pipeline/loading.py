@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Union
+from typing import List, Optional, Union
 
 from spacy.language import Language
+from spacy.tokens import Doc
 
 from ..errors import BioELError, Errors
 from ..kb.knowledge_base import KnowledgeBase
@@ -64,4 +65,21 @@ def load_with_config(path: Union[str, Path], config) -> Language:
     return nlp.from_disk(path, exclude=["config.cfg"])
 
 
-__all__ = ["find_linker", "load_pipeline", "load_with_config", "repair_pipeline"]
+# components that find entities: skipped when the linker reads gold spans
+NER_COMPONENTS = ("ner", "entity_ruler", "span_ruler")
+
+
+def upstream_annotated(nlp: Language, linker: BioELLinker, docs: List[Doc]) -> List[Doc]:
+    """`docs` (gold spans kept) through the components before `linker` that find
+    no entities, e.g. the transformer a contextual mention tower listens to; the
+    docs themselves when there are none."""
+    names = nlp.pipe_names
+    upstream = [n for n in names[:names.index(linker.name)] if n not in NER_COMPONENTS]
+    if not upstream:
+        return docs
+    with nlp.select_pipes(enable=upstream):
+        return list(nlp.pipe(docs))
+
+
+__all__ = ["find_linker", "load_pipeline", "load_with_config", "repair_pipeline",
+           "upstream_annotated", "NER_COMPONENTS"]

@@ -23,6 +23,7 @@ import srsly
 from spacy import util
 
 from ..datastore.knn import DatastoreKNN
+from ..encoders.thinc_biencoder import is_built
 from ..errors import BioELError, Errors, Warnings, warn
 from ..kb.knowledge_base import KnowledgeBase
 from ..validation import as_bool, as_int
@@ -98,7 +99,7 @@ def _writers(linker: "BioELLinker") -> Dict[str, Callable[[Path], Any]]:
 
     writers: Dict[str, Callable[[Path], Any]] = {"cfg": lambda p: srsly.write_json(p, _cfg(linker))}
     deferred = linker.deferred_model
-    if linker.kb is not None and (linker.model.layers or deferred is not None):
+    if linker.kb is not None and (is_built(linker.model) or deferred is not None):
         if linker.index.stale or linker.datastore_stale:
             warn(Warnings.W006.format(name=linker.name))
         writers.update({

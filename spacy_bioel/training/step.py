@@ -17,7 +17,7 @@ mentions (`segments`), and the step backpropagates once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from typing import Any, Callable, List, Optional
 
 import numpy as np
 
@@ -32,6 +32,15 @@ class MentionBatch:
     texts: List[str]  # mention inputs (context markers included)
     gold: List[int]  # gold concept index per mention
     groups: List[int]  # document index per mention (triplet down-sampling)
+    spans: Optional[Any] = None  # a contextual model's (docs, per-doc (start, end) offsets)
+
+    def inputs(self, model) -> tuple:
+        """The mention tower's input: the texts, or a contextual model's spans."""
+        if self.spans is None:
+            return (self.texts, "mention")
+        from ..encoders.contextual import span_input
+
+        return (span_input(*self.spans, model.ops), "spans")
 
 
 def train_step(model, loss_fn: Callable, batch: MentionBatch, index: NameIndex,
@@ -43,14 +52,18 @@ def train_step(model, loss_fn: Callable, batch: MentionBatch, index: NameIndex,
     import torch
     from thinc.api import torch2xp, xp2torch
 
-    size = len(batch.texts)
+    size = len(batch.gold)
     fgsm = fgsm if fgsm is not None and fgsm.epsilon > 0 else None  # epsilon 0: off
     trained = concept_tower_trained(model)
     if trained:
         queries = model.ops.to_numpy(model.predict((batch.texts, "mention")))  # (batch, dim)
     else:
-        output, backprop = model.begin_update((batch.texts, "mention"))
+        output, backprop = model.begin_update(batch.inputs(model))
         queries = model.ops.to_numpy(output)  # (batch, dim)
+        if batch.spans is not None:
+            from ..encoders.contextual import check_width
+
+            check_width(model, queries)
     positives, negatives, p = sampler(queries, batch.gold, index, rng)
     rows = positives + negatives
     name_texts = [index.names.names[i] for i in rows]
