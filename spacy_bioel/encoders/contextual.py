@@ -156,7 +156,8 @@ def training_input(examples, resolve: Callable[[str], Optional[int]]
                 if concept is not None:
                     span = eg.predicted.char_span(ent.start_char, ent.end_char,
                                                   alignment_mode="expand")
-                    rows[-1].append((span.start, span.end))
+                    rows[-1].append((span.start, span.end) if span is not None and len(span)
+                                    else (ent.start, ent.end))  # same tokens (gold spans)
                     gold.append(concept)
                     groups.append(doc_index)
                     break

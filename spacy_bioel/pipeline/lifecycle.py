@@ -150,7 +150,7 @@ def after_step(linker: "BioELLinker") -> None:
     the end of an epoch and everything stale at spaCy's evaluation steps."""
     state = linker.steps
     state.steps += 1
-    linker.datastore_stale = True
+    linker.datastore_stale = not is_contextual(linker.model)  # a contextual one's stays empty
     linker.runtime.invalidate()
     linker.model_changed()
     linker.index.stale = linker.index.stale or concept_tower_trained(linker.model)

@@ -183,6 +183,35 @@ def test_tuning_reads_mentions_through_the_upstream_component(tiny_bert_dir):
     assert result["grid"] and result["grid"][0]["acc@1"] is not None
 
 
+def test_an_ner_and_the_linker_share_one_upstream_component(tiny_bert_dir):
+    """tok2vec -> ner (listener) -> bioel_linker (listener): one update trains both
+    heads on the shared token vectors, and linking reads the entities the NER found."""
+    from spacy.training import Example
+
+    nlp, _ = _tok2vec_pipeline(tiny_bert_dir)
+    nlp.add_pipe("ner", before="bioel_linker", config={"model": {
+        "@architectures": "spacy.TransitionBasedParser.v2", "state_type": "ner",
+        "extra_state_tokens": False, "hidden_width": 16, "maxout_pieces": 2, "use_upper": True,
+        "tok2vec": {"@architectures": "spacy.Tok2VecListener.v1", "width": 32,
+                    "upstream": "tok2vec"}}})
+    examples = []
+    for text, spans in ROWS:
+        reference = nlp.make_doc(text)
+        reference.ents = [reference.char_span(s, e, label="Disease", kb_id=c) for s, e, c in spans]
+        examples.append(Example(nlp.make_doc(text), reference))
+    nlp.initialize(lambda: examples)
+    assert nlp.get_pipe("tok2vec").listening_components == ["ner", "bioel_linker"]
+    from thinc.api import Adam
+
+    optimizer, losses = Adam(0.01), {}  # the linker's only trained weights are upstream
+    for _ in range(40):
+        nlp.update(examples, sgd=optimizer, losses=losses)
+    assert losses["ner"] > 0 and losses["bioel_linker"] > 0
+    doc = nlp("colon cancer and heart attack")
+    assert doc.ents, "the NER learned nothing on its two training docs"
+    assert all(e.kb_id_ in {"D1", "D2", "D3", "NIL"} and e._.kb_ents for e in doc.ents)
+
+
 def test_span_input_keeps_docs_without_mentions(tiny_bert_dir):
     nlp = spacy.blank("en")
     docs = [nlp.make_doc("a b"), nlp.make_doc("c"), nlp.make_doc("d e f")]
