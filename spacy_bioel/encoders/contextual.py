@@ -15,7 +15,7 @@ span pooling over a shared transformer is spaCy's (`spacy.ml.extract_spans`).
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.ml.extract_spans import extract_spans
@@ -138,31 +138,5 @@ def locate(doc: Doc, text: str, near: Span) -> Optional[Tuple[int, int]]:
     return found
 
 
-def training_input(examples, resolve: Callable[[str], Optional[int]]
-                   ) -> Tuple[SpanInput, List[int], List[int]]:
-    """The spans of every linkable reference mention, read on the predicted docs
-    (the docs the upstream component processed in this batch: all of them, in
-    order, as its listener checks), with their gold concept index and doc index,
-    in the order of `mentions.gold_mentions`."""
-    from ..kb.ids import split_gold_ids
-
-    docs, rows, gold, groups = [], [], [], []
-    for doc_index, eg in enumerate(examples):
-        docs.append(eg.predicted)
-        rows.append([])
-        for ent in eg.reference.ents:
-            for concept_id in split_gold_ids(ent.kb_id_):
-                concept = resolve(concept_id)
-                if concept is not None:
-                    span = eg.predicted.char_span(ent.start_char, ent.end_char,
-                                                  alignment_mode="expand")
-                    rows[-1].append((span.start, span.end) if span is not None and len(span)
-                                    else (ent.start, ent.end))  # same tokens (gold spans)
-                    gold.append(concept)
-                    groups.append(doc_index)
-                    break
-    return (docs, rows), gold, groups
-
-
 __all__ = ["build_contextual_biencoder", "l2_normalize", "span_input", "embed_entities",
-           "check_width", "check_annotated", "locate", "training_input"]
+           "check_width", "check_annotated", "locate"]

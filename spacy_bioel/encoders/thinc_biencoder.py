@@ -233,6 +233,10 @@ def embed_texts(model: Model, texts: Sequence[str], tower: str, batch_size: int 
     """
     import torch
 
+    if tower == "mention" and is_contextual(model):  # its mention tower reads docs, not texts
+        from ..errors import BioELError, Errors
+        raise BioELError(Errors.E212.format(what="Encoding mention strings", fix=(
+            "Link docs with nlp(text) or nlp.pipe(texts): the mention is read there.")))
     first: dict = {}
     inverse = np.fromiter((first.setdefault(text, len(first)) for text in texts),
                           dtype=np.int64, count=len(texts))

@@ -24,7 +24,7 @@ from ..datastore.knn import DatastoreKNN, document_key
 from ..encoders.thinc_biencoder import concept_tower_trained, embed_texts, is_contextual
 from ..errors import BioELError, Errors
 from . import serialize
-from .mentions import gold_mentions
+from .mentions import gold_mentions, training_spans
 
 if TYPE_CHECKING:
     from .linker import BioELLinker
@@ -64,6 +64,23 @@ def refresh(linker: "BioELLinker", force: bool, datastore: bool) -> None:
     linker.model_changed()
 
 
+def check_contextual(linker: "BioELLinker") -> None:
+    """E212 for the stages that encode mention texts, with a model that reads
+    mentions in context: the kNN datastore (its keys are training mentions
+    without their documents), BioFEG (real mention features from texts) and
+    an ONNX runtime."""
+    if not is_contextual(linker.model):
+        return
+    if getattr(linker.ranker, "use_knn", False):
+        raise BioELError(Errors.E212.format(what="The kNN datastore", fix=(
+            "Set [components.bioel_linker.ranker] use_knn = false.")))
+    for stage, name in ((linker.biofeg, "BioFEG"),
+                        (linker.runtime.has_files and linker.runtime, "The ONNX runtime")):
+        if stage:
+            raise BioELError(Errors.E212.format(what=name, fix=(
+                f"Remove {name} from [components.bioel_linker], or use spacy-bioel.BiEncoder.v1.")))
+
+
 def datastore_mentions(linker: "BioELLinker", examples: Sequence[Example]
                        ) -> List[Tuple[str, str, int]]:
     """(mention input, gold concept id, document key) of every linkable gold
@@ -97,11 +114,7 @@ def update(linker: "BioELLinker", examples: List[Example], sgd: Optional[Optimiz
     linker.require_model("training")
     batch = MentionBatch(*(list(column) for column in zip(*mentions)))
     if is_contextual(linker.model):
-        from ..encoders.contextual import training_input
-
-        batch.spans, gold, groups = training_input(examples, linker.resolve)
-        if gold != batch.gold or groups != batch.groups:  # pragma: no cover - same walk
-            raise AssertionError("contextual mentions out of order with the gold mentions")
+        batch.spans = training_spans(examples, linker.resolve)
     if getattr(linker.loss, "uses_graph", False):
         from ..training.graph_step import graph_step
 

@@ -22,7 +22,7 @@ from thinc.api import Model, Optimizer
 
 from ..datastore.knn import DatastoreKNN
 from ..datastore.ranker import KNNRanker
-from ..encoders.thinc_biencoder import embed_texts, is_built, is_contextual
+from ..encoders.thinc_biencoder import embed_texts, is_built
 from ..errors import BioELError, Errors
 from ..index.candidates import ExactShortcut
 from ..index.name_index import NameIndex
@@ -143,28 +143,11 @@ class BioELLinker(TrainablePipe):
         self.steps = lifecycle.TrainingState(eval_frequency=int(training.get("eval_frequency") or 0))
         if self.deferred_model is not None:
             self.require_model("initialize")
-        self.check_contextual()
+        lifecycle.check_contextual(self)
         self.model.initialize(X=([" "], "mention"))
         self.runtime.invalidate()
         self.train_mentions = lifecycle.datastore_mentions(self, examples)
         self.refresh(force=True)
-
-    def check_contextual(self) -> None:
-        """E212 for the stages that encode mention texts, with a model that reads
-        mentions in context: the kNN datastore (its keys are training mentions
-        without their documents), BioFEG (real mention features from texts) and
-        an ONNX runtime."""
-        if not is_contextual(self.model):
-            return
-        if getattr(self.ranker, "use_knn", False):
-            raise BioELError(Errors.E212.format(what="The kNN datastore", fix=(
-                "Set [components.bioel_linker.ranker] use_knn = false.")))
-        for stage, name in ((self.biofeg, "BioFEG"), (getattr(self.runtime, "has_files", False)
-                                                      and self.runtime, "The ONNX runtime")):
-            if stage:
-                raise BioELError(Errors.E212.format(what=name, fix=(
-                    f"Remove {name} from [components.bioel_linker], or use "
-                    "spacy-bioel.BiEncoder.v1.")))
 
     def resolve(self, concept_id: str) -> Optional[int]:
         """RETURNS (Optional[int]): the index concept of a primary or alternate id."""
@@ -210,9 +193,6 @@ class BioELLinker(TrainablePipe):
         """RETURNS (np.ndarray): (len(texts), dim) embeddings, no gradients; mentions
         through the `runtime` stage, concept names through PyTorch."""
         if tower == "mention":
-            if is_contextual(self.model):
-                raise BioELError(Errors.E212.format(what="Encoding mention strings", fix=(
-                    "Link docs with nlp(text) or nlp.pipe(texts): the mention is read there.")))
             return self.runtime.encode(self.model, texts, self.cfg["encode_batch_size"])
         self.require_model("encoding concept names")
         return embed_texts(self.model, texts, tower, self.cfg["encode_batch_size"], progress)

@@ -2,7 +2,7 @@
 linkable gold mentions, and the long forms of abbreviations defined in the text."""
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from spacy.tokens import Doc, Span
 from spacy.training import Example
@@ -42,15 +42,36 @@ def gold_mentions(examples: Iterable[Example], resolve: Callable[[str], Optional
     """(mention input, gold concept index, example index) of every reference
     mention with a gold id that `resolve` maps to a concept of the index (a
     composite mention counts under its first resolvable id)."""
-    out = []
+    return [(mention_input(ent, context_window), concept, doc_index)
+            for doc_index, ent, concept in linkable_gold(examples, resolve)]
+
+
+def linkable_gold(examples: Iterable[Example], resolve: Callable[[str], Optional[int]]
+                  ) -> Iterator[Tuple[int, Span, int]]:
+    """(example index, reference entity, gold concept index) of every reference
+    mention with a gold id that `resolve` maps to a concept (a composite under
+    its first resolvable id): the walk behind `gold_mentions`."""
     for doc_index, eg in enumerate(examples):
         for ent in eg.reference.ents:
             for concept_id in split_gold_ids(ent.kb_id_):
                 concept = resolve(concept_id)
                 if concept is not None:
-                    out.append((mention_input(ent, context_window), concept, doc_index))
+                    yield doc_index, ent, concept
                     break
-    return out
+
+
+def training_spans(examples, resolve: Callable[[str], Optional[int]]
+                   ) -> Tuple[List[Doc], List[List[Tuple[int, int]]]]:
+    """The predicted docs of the batch (all of them, in order, as the upstream
+    component's listener checks) and, per doc, the (start, end) tokens of its
+    linkable reference mentions, in the order of `mentions.gold_mentions`."""
+    docs = [eg.predicted for eg in examples]
+    rows: List[List[Tuple[int, int]]] = [[] for _ in docs]
+    for doc_index, ent, _ in linkable_gold(examples, resolve):
+        span = docs[doc_index].char_span(ent.start_char, ent.end_char, alignment_mode="expand")
+        rows[doc_index].append((span.start, span.end) if span is not None and len(span)
+                               else (ent.start, ent.end))  # same tokens (gold spans)
+    return docs, rows
 
 
 def long_forms(docs: List[Doc]) -> Dict[SpanKey, str]:
@@ -86,4 +107,4 @@ def mention_alternatives(spans: List[Tuple[int, Span]], context_window: int,
 
 
 __all__ = ["HELD_OUT_KNN", "held_out_key", "has_alnum", "mention_input", "span_of_input",
-           "gold_mentions", "long_forms", "mention_alternatives"]
+           "gold_mentions", "linkable_gold", "training_spans", "long_forms", "mention_alternatives"]
