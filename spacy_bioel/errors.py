@@ -54,6 +54,11 @@ class Warnings(metaclass=ErrorsWithCodes):
             "choice among them favours the one that predicts NIL least and says nothing "
             "about NIL recall. Tune on dev documents that hold NIL mentions, or pass "
             "'none' among the thresholds to let the linker's own NIL decisions stand.")
+    W010 = ("Component '{name}': BioFEG moves the concept tower at the end of epochs 1-"
+            "{iterations}, but [training] eval_frequency = {eval_frequency} is more than one "
+            "epoch ({steps} steps), so dev, and model-best with it, may never see the linker "
+            "after the retriever re-anchors on the moved tower (model-best can even be the "
+            "step-0 linker). Set [training] eval_frequency to at most {steps}, or use model-last.")
 
 
 class Errors(metaclass=ErrorsWithCodes):

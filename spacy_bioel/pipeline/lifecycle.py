@@ -22,7 +22,7 @@ from thinc.api import Optimizer
 
 from ..datastore.knn import DatastoreKNN, document_key
 from ..encoders.thinc_biencoder import concept_tower_trained, embed_texts, is_contextual
-from ..errors import BioELError, Errors
+from ..errors import BioELError, Errors, Warnings, warn
 from . import serialize
 from .mentions import gold_mentions, training_spans
 
@@ -158,6 +158,17 @@ def graph_loss(linker: "BioELLinker"):
     return loss
 
 
+def check_biofeg_schedule(linker: "BioELLinker", steps_per_epoch: int) -> bool:
+    """After epoch 1: warn (W010) when spaCy evaluates dev less often than once
+    an epoch while BioFEG changes the linker at epoch ends; RETURNS whether it warned."""
+    every = linker.steps.eval_frequency
+    if not linker.biofeg.iterations or not every or every <= steps_per_epoch:
+        return False
+    warn(Warnings.W010.format(name=linker.name, iterations=linker.biofeg.iterations,
+                              eval_frequency=every, steps=steps_per_epoch))
+    return True
+
+
 def after_step(linker: "BioELLinker") -> None:
     """After the optimizer step: embeddings are stale; re-encode the index at
     the end of an epoch and everything stale at spaCy's evaluation steps."""
@@ -174,6 +185,8 @@ def after_step(linker: "BioELLinker") -> None:
         linker.epoch_seconds.append(round(time.perf_counter() - state.epoch_start, 1))
         logger.info("%s: epoch %d took %.1fs (index refresh included)", linker.name,
                     len(linker.epoch_seconds), linker.epoch_seconds[-1])
+        if linker.biofeg is not None and len(linker.epoch_seconds) == 1:
+            check_biofeg_schedule(linker, state.steps)
         if linker.biofeg is not None and linker.biofeg.due(len(linker.epoch_seconds)):
             linker.biofeg.run(linker)  # BioFEG steps 2-3, then the KB re-encoded once
     if state.eval_frequency and (state.steps - 1) % state.eval_frequency == 0:
@@ -181,4 +194,4 @@ def after_step(linker: "BioELLinker") -> None:
 
 
 __all__ = ["TrainingState", "refresh", "datastore_mentions", "build_datastore", "update",
-           "graph_loss", "after_step"]
+           "graph_loss", "check_biofeg_schedule", "after_step"]

@@ -8,7 +8,7 @@ import torch
 from thinc.api import Adam
 
 from spacy_bioel import Concept, KnowledgeBase
-from spacy_bioel.errors import BioELError
+from spacy_bioel.errors import BioELError, BioELWarning
 from spacy_bioel.training.biofeg import description_text
 from spacy_bioel.training.feature_gan import (FeatureCritic, GANSettings, generate_features,
                                               gradient_penalty, train_feature_gan)
@@ -104,6 +104,7 @@ def build(tiny_bert_dir, shared=False, train_concept_tower=True, examples=True, 
     linker.set_kb(toy_kb())
     train = gold_examples(nlp, TRAIN)
     nlp.initialize(lambda: train if examples else [])
+    linker.steps.eval_frequency = 0  # no dev passes here (spaCy's default 200 would warn: W010)
     return nlp, linker, train
 
 
@@ -165,6 +166,22 @@ def test_runs_after_an_epoch_inside_training(tiny_bert_dir):
         nlp.update(train, sgd=optimizer, losses={})  # one batch = one epoch
     assert len(linker.biofeg.history) == 1  # after epoch 1 only (iterations = 1)
     assert linker.epoch_seconds and len(linker.epoch_seconds) == 2
+
+
+@pytest.mark.parametrize("eval_frequency,warns", [(5, True), (1, False), (0, False)])
+def test_warns_when_dev_is_evaluated_less_than_once_an_epoch(tiny_bert_dir, eval_frequency, warns):
+    """Dev every 5 steps with 1-step epochs may never see the linker after BioFEG's
+    iterations (model-best can be the step-0 linker): W010 after epoch 1."""
+    import warnings
+
+    nlp, linker, train = build(tiny_bert_dir, iterations=1, gan_epochs=1)
+    linker.steps.eval_frequency = eval_frequency
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        nlp.update(train, sgd=Adam(1e-4), losses={})  # one batch = one epoch
+    codes = [str(w.message)[:6] for w in caught if issubclass(w.category, BioELWarning)]
+    assert ("[W010]" in codes) is warns
+    assert len(linker.biofeg.history) == 1
 
 
 def test_refuses_shared_towers(tiny_bert_dir):
