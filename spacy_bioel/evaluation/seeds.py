@@ -98,7 +98,7 @@ def seeds_table(rows: Sequence[dict], baseline: Optional[str] = None) -> str:
         cells += [_cell(row.get(c, {})) for c in extra]
         lines.append("| " + " | ".join(cells) + " |")
     if any("error_kinds" in row for row in rows):
-        lines += ["", "Wrong test mentions by kind (BioFEG Table 4), mean ± std count over seeds:",
+        lines += ["", "Wrong mentions by kind (BioFEG Table 4), mean ± std count over seeds:",
                   "", "| system | " + " | ".join(k.replace("_", " ") for k in ERROR_KINDS) + " |",
                   "|---|" + "---:|" * len(ERROR_KINDS)]
         for row in rows:
