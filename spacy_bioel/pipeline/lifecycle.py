@@ -158,15 +158,13 @@ def graph_loss(linker: "BioELLinker"):
     return loss
 
 
-def check_biofeg_schedule(linker: "BioELLinker", steps_per_epoch: int) -> bool:
+def check_biofeg_schedule(linker: "BioELLinker", steps_per_epoch: int) -> None:
     """After epoch 1: warn (W010) when spaCy evaluates dev less often than once
-    an epoch while BioFEG changes the linker at epoch ends; RETURNS whether it warned."""
+    an epoch while BioFEG changes the linker at epoch ends."""
     every = linker.steps.eval_frequency
-    if not linker.biofeg.iterations or not every or every <= steps_per_epoch:
-        return False
-    warn(Warnings.W010.format(name=linker.name, iterations=linker.biofeg.iterations,
-                              eval_frequency=every, steps=steps_per_epoch))
-    return True
+    if linker.biofeg.iterations and every > steps_per_epoch:
+        warn(Warnings.W010.format(name=linker.name, iterations=linker.biofeg.iterations,
+                                  eval_frequency=every, steps=steps_per_epoch))
 
 
 def after_step(linker: "BioELLinker") -> None:
@@ -185,10 +183,11 @@ def after_step(linker: "BioELLinker") -> None:
         linker.epoch_seconds.append(round(time.perf_counter() - state.epoch_start, 1))
         logger.info("%s: epoch %d took %.1fs (index refresh included)", linker.name,
                     len(linker.epoch_seconds), linker.epoch_seconds[-1])
-        if linker.biofeg is not None and len(linker.epoch_seconds) == 1:
-            check_biofeg_schedule(linker, state.steps)
-        if linker.biofeg is not None and linker.biofeg.due(len(linker.epoch_seconds)):
-            linker.biofeg.run(linker)  # BioFEG steps 2-3, then the KB re-encoded once
+        if linker.biofeg is not None:
+            if len(linker.epoch_seconds) == 1:
+                check_biofeg_schedule(linker, state.steps)
+            if linker.biofeg.due(len(linker.epoch_seconds)):
+                linker.biofeg.run(linker)  # BioFEG steps 2-3, then the KB re-encoded once
     if state.eval_frequency and (state.steps - 1) % state.eval_frequency == 0:
         linker.refresh()
 
