@@ -316,6 +316,9 @@ class Errors(metaclass=ErrorsWithCodes):
     E213 = ("spacy-bioel.TransformerModel.v1 needs spacy-transformers ({problem}). Install "
             "the trf extra: pip install 'spacy-bioel[models,trf]' (it resolves transformers "
             "below 4.53.3, as spacy-transformers 1.4 requires; README, 'spacy-transformers').")
+    # paired comparison (compare): E220-E224
+    E220 = ("The two systems' records are not the same mentions ({where}). Compare two linkers "
+            "on the same DocBin: link it once with each and pass the records in document order.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

@@ -14,7 +14,7 @@ app = typer.Typer(name="spacy_bioel", add_completion=False, no_args_is_help=True
                   rich_markup_mode=None,  # help texts hold [brackets]: print them as written
                   help="spacy-bioel: biomedical entity linking for spaCy. Link mentions to a "
                        "knowledge base (link), tune and evaluate trained linkers (tune, "
-                       "evaluate, benchmark), build KBs (kb) and corpora (convert), and run "
+                       "evaluate, compare, benchmark), build KBs (kb) and corpora (convert), and run "
                        "training-side methods (pretrain-encoder, biofeg). Training itself is "
                        "'python -m spacy train CONFIG' or 'spacy project run train'.")
 kb_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Build and inspect knowledge bases.")

@@ -255,6 +255,32 @@ def test_evaluate_without_train(kb_path, test_path, tmp_path):
     assert report["meta"]["dataset"] == "test"
 
 
+def test_compare_exact_with_tfidf(kb_path, train_path, test_path, tmp_path):
+    """compare pairs two linkers mention by mention; its Acc@1 of each side is evaluate's."""
+    accs = {}
+    for name in ("exact", "tfidf"):
+        ok("evaluate", name, test_path, "--kb", kb_path, "--train", train_path, "--output",
+           tmp_path / f"{name}.json", "--bootstrap", "0")
+        accs[name] = srsly.read_json(tmp_path / f"{name}.json")["acc@1"]
+    output = tmp_path / "compare.json"
+    result = ok("compare", "exact", "tfidf", test_path, "--kb", kb_path, "--train", train_path,
+                "--output", output, "--bootstrap", "200", "--label-a", "exact", "--label-b", "tfidf")
+    report = srsly.read_json(output)
+    assert report["n"] == 5
+    assert report["acc@1"] == {"a": pytest.approx(accs["exact"]), "b": pytest.approx(accs["tfidf"])}
+    won, lost = report["won"]["mentions"], report["lost"]["mentions"]
+    assert won - lost == round(5 * (accs["tfidf"] - accs["exact"]))
+    assert report["delta"] == pytest.approx(100 * (won - lost) / 5)
+    # exact misses 'colon tumours' (seen, D000001) and 'Mammary tumour' (unseen, D000002)
+    assert {c["gold"] for c in report["won"]["top_concepts"]} <= {"D000001", "D000002"}
+    assert report["subsets"]["seen"]["n"] == 2 and report["subsets"]["unseen"]["n"] == 3
+    assert report["meta"]["a"] == "exact" and report["meta"]["linker_b"] == "tfidf"
+    table = output.with_suffix(".md").read_text(encoding="utf-8")
+    assert table.startswith("## tfidf against exact") and table in result.output
+    missing = invoke("compare", "exact", str(tmp_path / "no-such-pipeline"), test_path, "--kb", kb_path)
+    assert missing.exit_code != 0 and "E101" in str(missing.exception)
+
+
 def test_evaluate_tfidf_kb_plus_train(kb_path, train_path, test_path, tmp_path):
     output = tmp_path / "tfidf.json"
     ok("evaluate", "tfidf", test_path, "--kb", kb_path, "--dictionary", "kb+train",
