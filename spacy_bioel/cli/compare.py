@@ -6,24 +6,7 @@ from typing import List
 
 import typer
 
-from ._app import app, load_pipeline, read_docs, setup_logging, write_json
-
-
-def link_with(linker: str, docs, kb, k: int = 64):
-    """Records of a saved pipeline directory, or of a baseline name (KB names only)."""
-    from ..errors import BioELError, Errors
-    from ..evaluation.linkers import link_records, run_generator
-    from ..index.registry import BASELINES
-
-    if linker in BASELINES:
-        if linker == "tfidf":
-            from ..index.sparse import TfidfCandidates
-            return run_generator(TfidfCandidates(kb, []), docs, k)
-        from ..index.exact import ExactMatchCandidates
-        return run_generator(ExactMatchCandidates(kb, []), docs, k)
-    if Path(linker).is_dir():
-        return link_records(load_pipeline(Path(linker)), docs, path=Path(linker))[0]
-    raise BioELError(Errors.E101.format(linker=linker, options=", ".join(BASELINES)))
+from ._app import app, read_docs, setup_logging, write_json
 
 
 @app.command("compare")
@@ -45,6 +28,7 @@ def compare(
     a misses and the reverse (by gold concept and document), Acc@1 of both overall and on
     seen / unseen concepts, and a 95% interval of b − a from a paired bootstrap over
     documents. Acc@1 counts as in `evaluate` (the top candidate)."""
+    from ..evaluation.linkers import link_linker
     from ..evaluation.paired import compare_records, comparison_markdown
     from ..evaluation.records import annotate_subsets
     from ..kb.knowledge_base import KnowledgeBase
@@ -53,10 +37,9 @@ def compare(
     kb = KnowledgeBase.from_disk(kb_path)
     docs = read_docs([data])
     train_docs = read_docs(list(train)) if train else []
-    records = [link_with(linker, docs, kb) for linker in (linker_a, linker_b)]
-    if train_docs:
-        for side in records:
-            annotate_subsets(side, kb, train_docs)
+    records = [link_linker(linker, docs, kb)[0] for linker in (linker_a, linker_b)]
+    if train_docs:  # seen / unseen is a property of the gold: compare_records reads a's
+        annotate_subsets(records[0], kb, train_docs)
 
     def concept_name(concept_id: str) -> str:
         concept = kb.get(kb.resolve(concept_id) or concept_id)

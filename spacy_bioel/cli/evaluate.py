@@ -9,7 +9,7 @@ from typing import List
 
 import typer
 
-from ._app import app, load_pipeline, read_docs, setup_logging, write_json
+from ._app import app, read_docs, setup_logging, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def evaluate(
     """Link gold mentions and report Acc@k, MAP, subsets, NIL and failure stages."""
     from ..errors import BioELError, Errors
     from ..pipeline.mentions import HELD_OUT_KNN, has_alnum
-    from ..evaluation.linkers import link_records, run_generator, training_names
+    from ..evaluation.linkers import link_linker, training_names
     from ..evaluation.metrics import evaluate_records
     from ..evaluation.records import annotate_subsets
     from ..evaluation.report import metrics_table
@@ -99,28 +99,18 @@ def evaluate(
         raise BioELError(Errors.E100.format(path=data))
     train_docs = read_docs(list(train)) if train else []
     start = time.perf_counter()
-    reranking = None
+    extra, parsed = [], None
     if linker in BASELINES:
         extra = training_names(train_docs) if dictionary == "kb+train" else []
-        if linker == "tfidf":
-            from ..index.sparse import TfidfCandidates
-            generator = TfidfCandidates(kb, extra, word_weight=word_weight)
-        else:
-            from ..index.exact import ExactMatchCandidates
-            generator = ExactMatchCandidates(kb, extra)
-        build_seconds = time.perf_counter() - start
-        records = run_generator(generator, docs, k)
     elif Path(linker).is_dir():
-        build_seconds = 0.0
         parsed = {**(tuned_settings(tuned, tuned_row) if tuned else {}),
                   **parse_settings(settings)}
         settings = [f"{key}={json.dumps(value)}" for key, value in parsed.items()]
         use_knn = parsed.get("ranker.use_knn", parsed.get("use_knn", True))
         dictionary = "kb + kNN datastore" if use_knn else "kb (model only)"
-        records, reranking = link_records(load_pipeline(Path(linker)), docs, kb_ents_attr,
-                                          overrides=parsed, path=Path(linker))
-    else:
-        raise BioELError(Errors.E101.format(linker=linker, options=", ".join(BASELINES)))
+    records, reranking, build_seconds = link_linker(linker, docs, kb, extra, k=k,
+                                                    word_weight=word_weight,
+                                                    kb_ents_attr=kb_ents_attr, overrides=parsed)
     seconds = time.perf_counter() - start
     annotate_subsets(records, kb, train_docs)
     report = evaluate_records(records, recall_k=k, n_bootstrap=n_bootstrap,

@@ -182,5 +182,36 @@ def run_pipeline(path: Union[Path, "Language"], docs: Sequence[Doc], kb_ents_att
     return link_records(nlp, docs, kb_ents_attr, batch_size, overrides, path)[0]
 
 
-__all__ = ["training_names", "apply_candidates", "run_generator", "run_pipeline", "link_records",
+def link_linker(linker: str, docs: Sequence[Doc], kb, extra_names: Iterable[Tuple[str, str]] = (),
+                k: int = 64, word_weight: float = 0.25, kb_ents_attr: str = "kb_ents",
+                overrides: Optional[dict] = None
+                ) -> Tuple[List[MentionRecord], Optional[Dict[str, Any]], float]:
+    """Records of `linker` on `docs`: a baseline name ('exact', 'tfidf': a candidate
+    generator over the KB's names plus `extra_names`, `k` candidates) or a saved
+    pipeline directory (`link_records`, `overrides` set on its stages).
+    RETURNS: (records, reranker summary or None, seconds to build a baseline's index)."""
+    import time
+
+    from ..index.registry import BASELINES
+
+    if linker in BASELINES:
+        start = time.perf_counter()
+        if linker == "tfidf":
+            from ..index.sparse import TfidfCandidates
+            generator = TfidfCandidates(kb, extra_names, word_weight=word_weight)
+        else:
+            from ..index.exact import ExactMatchCandidates
+            generator = ExactMatchCandidates(kb, extra_names)
+        build_seconds = time.perf_counter() - start
+        return run_generator(generator, docs, k), None, build_seconds
+    if Path(linker).is_dir():
+        from ..pipeline.loading import load_pipeline
+
+        records, reranking = link_records(load_pipeline(Path(linker)), docs, kb_ents_attr,
+                                          overrides=overrides, path=Path(linker))
+        return records, reranking, 0.0
+    raise BioELError(Errors.E101.format(linker=linker, options=", ".join(BASELINES)))
+
+
+__all__ = ["training_names", "apply_candidates", "run_generator", "run_pipeline", "link_records", "link_linker",
            "apply_overrides", "find_reranker", "reranker_shares", "RERANKER_PREFIX"]

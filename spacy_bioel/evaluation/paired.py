@@ -16,7 +16,7 @@ Acc@1 is counted as `evaluate` counts it: the top candidate is a gold id
 """
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -77,15 +77,16 @@ def compare_records(a: Sequence[MentionRecord], b: Sequence[MentionRecord],
     lost = [x for (x, _), d in zip(pairs, diffs) if d < 0]
     name = concept_name or (lambda concept_id: "")
 
-    def concepts(records: Sequence[MentionRecord]) -> List[Dict[str, object]]:
-        counts = Counter("|".join(r.gold) for r in records)
-        return [{"gold": gold, "name": name(gold.split("|")[0]), "mentions": count,
-                 "docs": len({r.doc_id for r in records if "|".join(r.gold) == gold})}
-                for gold, count in counts.most_common(top)]
-
     def side(records: Sequence[MentionRecord]) -> Dict[str, object]:
-        return {"mentions": len(records), "concepts": len({r.gold for r in records}),
-                "docs": len({r.doc_id for r in records}), "top_concepts": concepts(records)}
+        docs_by_gold: Dict[Tuple[str, ...], List[str]] = defaultdict(list)
+        for r in records:
+            docs_by_gold[r.gold].append(r.doc_id)
+        ranked = sorted(docs_by_gold.items(), key=lambda item: -len(item[1]))[:top]
+        return {"mentions": len(records), "concepts": len(docs_by_gold),
+                "docs": len({r.doc_id for r in records}),
+                "top_concepts": [{"gold": "|".join(gold), "name": name(gold[0]),
+                                  "mentions": len(doc_ids), "docs": len(set(doc_ids))}
+                                 for gold, doc_ids in ranked]}
 
     interval = _document_bootstrap([x.doc_id for x, _ in pairs], diffs, n_bootstrap, seed)
     subsets: Dict[str, Dict[str, object]] = {}
