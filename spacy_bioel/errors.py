@@ -59,6 +59,11 @@ class Warnings(metaclass=ErrorsWithCodes):
             "epoch ({steps} steps), so dev, and model-best with it, may never see the linker "
             "after the retriever re-anchors on the moved tower (model-best can even be the "
             "step-0 linker). Set [training] eval_frequency to at most {steps}, or use model-last.")
+    W011 = ("Ignoring {count} entry/entries of the embedding cache {path} ({problem}); "
+            "they are encoded again.")
+    W012 = ("link-corpus skipped {count} mention(s) that cannot be placed in their text "
+            "({by_shard}); each is counted in the report ('skipped_mentions'). Use --strict "
+            "to stop at the first one instead.")
 
 
 class Errors(metaclass=ErrorsWithCodes):
@@ -111,6 +116,9 @@ class Errors(metaclass=ErrorsWithCodes):
             "latin-1, cp1252, utf-16).")
     E021 = ("{path}: no {what} read: the file is empty or has only blank lines. Check that "
             "it is the right file for this format.")
+    E022 = ("{path}, line {line}: concept id {concept_id!r} (named '{name}') is empty, blank or "
+            "the reserved NIL id; mentions would link to it as if it were a concept. Give the "
+            "concept its id, or remove the record.")
 
     # corpora: E050-E099
     E050 = ("{path}, line {line}: malformed PubTator {what} ({problem}). Expected "
@@ -319,6 +327,35 @@ class Errors(metaclass=ErrorsWithCodes):
     # paired comparison (compare): E220-E224
     E220 = ("The two systems' records are not the same mentions ({where}). Compare two linkers "
             "on the same DocBin: link it once with each and pass the records in document order.")
+    # integrity at the edges (files, payloads, corpus linking, caches): E230-E249
+    E230 = ("{where}: the file name {name!r} leads outside the folder it is written to "
+            "(an absolute name, '..', or a symbolic link). A saved linker never names such a "
+            "file: the payload or folder was damaged or crafted. Re-save it from a trusted "
+            "copy (nlp.to_disk / to_bytes).")
+    E231 = ("{path} is {kind}, not a regular file or folder. A saved pipeline holds only "
+            "regular files and folders inside its own folder: replace it with the file itself "
+            "(copy with `cp -rL`, not a link), or re-save the pipeline.")
+    E232 = ("{path} has no {manifest}, but its cfg says one was written when it was saved: "
+            "a file of the pipeline was removed, so its files cannot be verified. Restore the "
+            "manifest from the original copy, re-save the pipeline, or, after checking every "
+            "file, run `python -m spacy_bioel seal-pipeline {pipeline}` to record the files as "
+            "they are.")
+    E233 = ("{path} was changed after the pipeline was saved ({problem}). The config and "
+            "meta of a saved pipeline are covered by its linker's manifest. If you edited it "
+            "on purpose, run `python -m spacy_bioel seal-pipeline {pipeline}` to record the "
+            "files as they are now; otherwise restore it or re-save the pipeline.")
+    E234 = ("link-corpus: {where} has a mention at [{start}, {end}) that cannot be placed in "
+            "its text ({problem}); --strict makes such mentions an error. Fix the offsets "
+            "(0 <= start < end <= the text's length, on character boundaries, no two "
+            "mentions overlapping), or run without --strict to skip and count them.")
+    E235 = ("link-corpus would read and write the same folder ({path}): the output folder "
+            "is the input folder or holds input shards, so --overwrite would delete what it "
+            "reads. Write to a new folder that holds no input.")
+    E236 = ("{where}: {problem}. Fix the input file (or leave it out of the run) and run "
+            "again; the part files already written are kept.")
+    E237 = ("The link-corpus worker failed on {engine}: {problem}")
+    E238 = ("The embedding cache {path} cannot be used: {problem}. Check that the folder "
+            "is writable and on a local disk, or set embedding_cache = null.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

@@ -6,12 +6,24 @@ them). Saving a pipeline over the folder it was loaded from must not change
 what the running one reads: every such file is written to a temporary name and
 renamed into place (`replace_file`), so an open file or memory map keeps the
 old content, and a `PinnedFile` keeps a file open from loading on.
+
+The folder's edges: nothing is written outside a folder being saved or
+unpacked, and nothing is read through a link out of it. `member` turns a name
+from a payload into a path only when it stays inside its folder (E230);
+`unlink_links` removes the symbolic links inside a folder before it is saved
+over, so a write cannot follow one out; `check_tree` refuses a folder to be
+loaded that holds a link leading out of it, or a FIFO, socket or device that
+would hang or feed a reader (E231).
 """
 from __future__ import annotations
 
+import logging
 import os
-from pathlib import Path
-from typing import Callable, Union
+import stat
+from pathlib import Path, PurePosixPath
+from typing import Callable, List, Union
+
+logger = logging.getLogger(__name__)
 
 CHUNK = 1 << 24
 
@@ -75,4 +87,81 @@ class PinnedFile:
             pass
 
 
-__all__ = ["replace_file", "PinnedFile"]
+def member(folder: Union[str, Path], name: str, where: str = "<payload>") -> Path:
+    """`folder / name` for a relative, forward-slash `name` that stays inside
+    `folder` without passing through a symbolic link; E230 otherwise.
+
+    folder (Union[str, Path]): The folder being written (it need not exist yet).
+    name (str): A file name from a payload (`pack_folder`'s keys).
+    where (str): What the name came from, for the error.
+    """
+    from .errors import BioELError, Errors
+
+    parts = name.split("/") if isinstance(name, str) else []
+    if not parts or "\\" in name or "\x00" in name or PurePosixPath(name).is_absolute() or \
+            any(p in ("", ".", "..") or ":" in p for p in parts):
+        raise BioELError(Errors.E230.format(where=where, name=name, folder=folder))
+    target = Path(folder)
+    for part in parts:
+        target = target / part
+        if target.is_symlink():
+            raise BioELError(Errors.E230.format(where=where, name=name, folder=folder))
+    return target
+
+
+def unlink_links(folder: Union[str, Path]) -> int:
+    """Remove every symbolic link below `folder` (not `folder` itself), so that
+    saving over it writes regular files inside it; RETURNS how many were removed."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return 0
+    removed = 0
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        for name in dirs + files:
+            path = Path(root) / name
+            if path.is_symlink():
+                path.unlink()
+                removed += 1
+    if removed:
+        logger.warning("Removed %d symbolic link(s) inside %s before saving over it: the "
+                       "files are written there as regular files", removed, folder)
+    return removed
+
+
+def _kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return kind
+    return "a special file"
+
+
+def check_tree(folder: Union[str, Path], names: Union[None, List[str]] = None) -> None:
+    """E231 when `folder` (or only its entries `names`, recursively) holds a
+    symbolic link that leads outside `folder`, or anything but regular files
+    and folders (a FIFO would hang a reader)."""
+    from .errors import BioELError, Errors
+
+    folder = Path(folder)
+    root = folder.resolve()
+    tops = [folder / n for n in names] if names is not None else [folder]
+    for top in tops:
+        if not os.path.lexists(top):
+            continue
+        walk = os.walk(top, followlinks=False) if top.is_dir() and not top.is_symlink() \
+            else [(str(top.parent), [], [top.name])]
+        for base, dirs, files in walk:
+            for name in dirs + files:
+                path = Path(base) / name
+                mode = os.lstat(path).st_mode
+                if stat.S_ISLNK(mode):
+                    resolved = path.resolve()
+                    if resolved != root and root not in resolved.parents:
+                        raise BioELError(Errors.E231.format(
+                            path=path, kind=f"a symbolic link to {resolved}, outside {folder}"))
+                    mode = os.stat(path).st_mode
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                    raise BioELError(Errors.E231.format(path=path, kind=_kind(mode)))
+
+
+__all__ = ["replace_file", "PinnedFile", "member", "unlink_links", "check_tree"]

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import List, Optional
@@ -26,59 +28,121 @@ def link_corpus(
     top: int = typer.Option(5, "--top", help="Candidates kept per mention"),
     chunk_mb: float = typer.Option(8.0, "--chunk-mb", help="ray: read tasks of this many MB per uncompressed JSONL shard (0: one per shard)"),
     address: Optional[str] = typer.Option(None, "--address", help="ray: a running cluster ('auto', HOST:PORT); default: a local one"),
-    verify: bool = typer.Option(True, "--verify/--no-verify", help="Count input and output documents by id (a second read of the input)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Remove part files already in OUTPUT first"),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Count input and output documents and mentions by id (a second read of the input)"),
+    strict: bool = typer.Option(False, "--strict", help="Stop at a mention that cannot be placed in its text (outside it, empty, overlapping another) instead of skipping and counting it"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the part files already in OUTPUT, once this run has finished and verified"),
     report: Optional[Path] = typer.Option(None, "--report", help="Counts and timing as JSON"),
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:
     """Link every document of INPUT's shards with PIPELINE and write OUTPUT/part-*.jsonl
     (per document: id, text and each mention's concept id or NIL, probability, NIL
-    score and top candidates). Mentions come from the shards (JSONL "entities",
-    PubTator annotations, DocBin ents) or, where a JSONL line has no "entities", from
-    the pipeline's own NER. --engine ray runs an actor pool that survives killed
-    workers; with --verify the output is checked to hold every input document once."""
-    from ..corpus_linking.records import compare_ids, iter_shard, list_shards, read_outputs
-    from ..errors import BioELError, Errors
+    score and top candidates, and the input mentions that could not be placed). Mentions
+    come from the shards (JSONL "entities", PubTator annotations, DocBin ents) or, where a
+    JSONL line has no "entities", from the pipeline's own NER. --engine ray runs an actor
+    pool that survives killed workers; with --verify the output is checked to hold every
+    input document and mention once. With --overwrite the new parts are written beside
+    the old ones (in OUTPUT/.staging) and replace them only after the run succeeded."""
+    from ..errors import BioELError, Errors, Warnings, warn
+    from ..validation import as_float, as_int
 
     setup_logging(verbose)
     if engine not in ("local", "ray"):
         raise BioELError(Errors.E175.format(name="--engine", value=repr(engine),
                                             expected="'local' or 'ray'"))
+    num_workers = as_int("--num-workers", num_workers, 1, 1024)
+    threads = as_int("--threads", threads, 0, 1024)
+    batch_docs = as_int("--batch-docs", batch_docs, 1, 10 ** 6)
+    top = as_int("--top", top, 0, 10 ** 4)
+    chunk_mb = as_float("--chunk-mb", chunk_mb, 0.0, 10.0 ** 6)
+    from ..corpus_linking.records import list_shards
+
     shards = list_shards([input_path])
+    refuse_in_place(shards, input_path, output_dir)
     old = sorted(output_dir.glob("part-*.jsonl")) if output_dir.is_dir() else []
     if old and not overwrite:
         raise BioELError(Errors.E205.format(output=output_dir, n=len(old)))
-    for part in old:
-        part.unlink()
+    target = output_dir / STAGING if old else output_dir
+    if target.exists():
+        shutil.rmtree(target)  # an earlier run's staging, never finished
     logger.info("Linking %d shard(s) with %s on the %s engine", len(shards), pipeline, engine)
     if engine == "local":
         from ..corpus_linking.local import link_local
 
-        result = link_local(shards, pipeline, output_dir, batch_docs=batch_docs, top=top,
-                            threads=threads)
+        result = link_local(shards, pipeline, target, batch_docs=batch_docs, top=top,
+                            threads=threads, strict=strict)
     else:
         from ..corpus_linking.ray_engine import link_ray
 
-        result = link_ray(shards, pipeline, output_dir, num_workers=num_workers,
+        result = link_ray(shards, pipeline, target, num_workers=num_workers,
                           batch_docs=batch_docs, top=top, threads_per_worker=max(1, threads),
-                          address=address, chunk_bytes=int(chunk_mb * 2 ** 20))
+                          address=address, chunk_bytes=int(chunk_mb * 2 ** 20), strict=strict)
     result.update(shards=len(shards), pipeline=pipeline, output=str(output_dir))
     result["docs_per_second"] = round(result["documents"] / max(result["seconds"], 1e-9), 1)
+    if result["skipped_mentions"]:
+        warn(Warnings.W012.format(count=result["skipped_mentions"], by_shard=", ".join(
+            f"{Path(k).name}: {v}" for k, v in sorted(result["skipped_by_shard"].items()))))
     if verify:
-        inputs = Counter(r["id"] for shard in shards for r in iter_shard(shard))
-        outputs = Counter(r["id"] for r in read_outputs(output_dir))
-        result["verify"] = compare_ids(inputs, outputs)
+        result["verify"] = verify_output(shards, target, result["skipped_mentions"])
     if report:
         write_json(report, result)
-    typer.echo(f"{result['documents']:,} documents, {result['mentions']:,} mentions in "
-               f"{result['parts']} part file(s), {result['seconds']} s "
-               f"({result['docs_per_second']} docs/s, {engine}, {result['workers']} worker(s))")
+    typer.echo(f"{result['documents']:,} documents, {result['mentions']:,} mentions "
+               f"({result['skipped_mentions']:,} skipped) in {result['parts']} part file(s), "
+               f"{result['seconds']} s ({result['docs_per_second']} docs/s, {engine}, "
+               f"{result['workers']} worker(s))")
     if verify:
         check = result["verify"]
         typer.echo(f"verified: {check['input_documents']:,} in, {check['output_documents']:,} "
-                   f"out, {check['lost']} lost, {check['duplicated']} duplicated")
-        if check["lost"] or check["duplicated"]:
-            raise BioELError(Errors.E203.format(counts=check, output=output_dir))
+                   f"out, {check['lost']} lost, {check['duplicated']} duplicated; "
+                   f"{check['input_mentions']:,} mentions in, {check['output_mentions']:,} out "
+                   f"+ {check['skipped_mentions']:,} skipped")
+        if check["lost"] or check["duplicated"] or check["mentions_unaccounted"]:
+            raise BioELError(Errors.E203.format(counts=check, output=target))
+    if target != output_dir:  # the run succeeded: only now replace the old parts
+        for part in old:
+            part.unlink()
+        for part in sorted(target.glob("part-*.jsonl")):
+            os.replace(part, output_dir / part.name)
+        shutil.rmtree(target)
+
+
+# where --overwrite writes a run before it replaces the old parts
+STAGING = ".staging"
+
+
+def refuse_in_place(shards: List[Path], input_path: str, output_dir: Path) -> None:
+    """E235 when the output folder holds an input shard or lies among the inputs."""
+    from ..errors import BioELError, Errors
+
+    out = output_dir.resolve()
+    named = Path(input_path)
+    folders = [named.resolve()] if named.is_dir() else []
+    for path in [s.resolve() for s in shards] + folders:
+        if path == out or out in path.parents:
+            raise BioELError(Errors.E235.format(path=output_dir))
+
+
+def verify_output(shards: List[Path], output_dir: Path, skipped: int) -> dict:
+    """Documents by id (a multiset) and mentions, input against output: every
+    input mention is either in the output or counted as skipped (mentions the
+    pipeline's NER found, in documents without input entities, count apart)."""
+    from ..corpus_linking.records import compare_ids, iter_shard, read_outputs
+
+    inputs: Counter = Counter()
+    input_mentions = 0
+    for shard in shards:
+        for record in iter_shard(shard):
+            inputs[record["id"]] += 1
+            input_mentions += len(record["ents"] or [])
+    outputs: Counter = Counter()
+    linked = {"input": 0, "ner": 0}
+    for record in read_outputs(output_dir):
+        outputs[record["id"]] += 1
+        linked[record.get("mentions_from", "input")] += len(record["entities"])
+    check = compare_ids(inputs, outputs)
+    check.update(input_mentions=input_mentions, output_mentions=linked["input"],
+                 found_by_ner=linked["ner"], skipped_mentions=skipped,
+                 mentions_unaccounted=input_mentions - linked["input"] - skipped)
+    return check
 
 
 @app.command("link-corpus-bench")
@@ -125,11 +189,8 @@ def link_corpus_bench(
         runs.append(run)
         folders.append(out)
     ray.shutdown()
-    from ..corpus_linking.records import compare_ids, iter_shard, read_outputs
-
-    inputs = Counter(r["id"] for shard in shard_files for r in iter_shard(shard))
     for run, folder in zip(runs, folders):
-        run["verify"] = compare_ids(inputs, Counter(r["id"] for r in read_outputs(folder)))
+        run["verify"] = verify_output(shard_files, folder, run["skipped_mentions"])
     for run in runs:
         run["docs_per_second"] = round(run["documents"] / max(run["seconds"], 1e-9), 1)
         run["mentions_per_second"] = round(run["mentions"] / max(run["seconds"], 1e-9), 1)

@@ -135,6 +135,29 @@ def repair_pipeline(
     typer.echo(f"Repaired {pipeline} -> {output}")
 
 
+@app.command("seal-pipeline")
+def seal_pipeline(
+    pipeline: Path = typer.Argument(..., help="A saved pipeline whose files you have checked"),
+    verbose: bool = typer.Option(False, "--verbose", "-V"),
+) -> None:
+    """Record the files of PIPELINE as they are now in each bioel component's
+    manifest.json (after editing its config.cfg by hand, say). Loading checks them
+    against it (E176, E233): run this only on files you trust."""
+    from ..errors import BioELError, Errors
+    from ..files import check_tree
+    from ..pipeline.integrity import MANIFEST, write_manifest
+
+    setup_logging(verbose)
+    check_tree(pipeline)
+    sealed = [p for p in sorted(pipeline.iterdir()) if p.is_dir() and (p / "cfg").is_file()
+              and (p / MANIFEST).is_file()]
+    if not sealed:
+        raise BioELError(Errors.E163.format(names=[p.name for p in pipeline.iterdir() if p.is_dir()]))
+    for component in sealed:
+        write_manifest(component)
+    typer.echo(f"Sealed {', '.join(p.name for p in sealed)} of {pipeline}")
+
+
 STAGES = ("candidates", "shortcut", "type_filter", "ranker", "nil", "runtime", "index")
 
 

@@ -18,6 +18,7 @@ folder on storage every node sees (NFS, a shared disk), and pass
 from __future__ import annotations
 
 import logging
+import re
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional, Sequence
@@ -34,7 +35,8 @@ def _read_shard(row: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
 
     for record in iter_shard(row["shard"], start=row["start"], stop=row["stop"]):
         yield {"id": record["id"], "text": record["text"],
-               "ents": None if record["ents"] is None else json.dumps(record["ents"])}
+               "ents": None if record["ents"] is None else json.dumps(record["ents"]),
+               "origin": json.dumps(record["origin"])}
 
 
 # fault drill: "MARKER:N" makes the first actor to finish N batches die abruptly (after
@@ -46,17 +48,19 @@ KILL_ONCE_ENV = "SPACY_BIOEL_KILL_WORKER_ONCE"
 class _RayLinker:
     """One actor of the pool: a LinkWorker over batches of Ray Data rows."""
 
-    def __init__(self, pipeline: str, output_dir: str, top: int, threads: int) -> None:
+    def __init__(self, pipeline: str, output_dir: str, top: int, threads: int,
+                 strict: bool = False) -> None:
         from .worker import LinkWorker
 
-        self.worker = LinkWorker(pipeline, output_dir, top=top, threads=threads)
+        self.worker = LinkWorker(pipeline, output_dir, top=top, threads=threads, strict=strict)
         self.batches = 0
 
     def __call__(self, batch: Dict[str, Any]) -> Dict[str, Any]:
         import json
 
-        records = [{"id": str(i), "text": str(t), "ents": None if e is None else json.loads(e)}
-                   for i, t, e in zip(batch["id"], batch["text"], batch["ents"])]
+        records = [{"id": str(i), "text": str(t), "ents": None if e is None else json.loads(e),
+                    "origin": json.loads(o)}
+                   for i, t, e, o in zip(batch["id"], batch["text"], batch["ents"], batch["origin"])]
         summary = self.worker.link_and_write(records)
         self.batches += 1
         _maybe_die(self.batches)
@@ -80,7 +84,8 @@ def _maybe_die(batches: int) -> None:
 
 def link_ray(shards: Sequence[Path], pipeline: str, output_dir: Path, *, num_workers: int = 2,
              batch_docs: int = 256, top: int = 5, threads_per_worker: int = 1,
-             address: Optional[str] = None, chunk_bytes: int = 8 * 2 ** 20) -> Dict[str, Any]:
+             address: Optional[str] = None, chunk_bytes: int = 8 * 2 ** 20,
+             strict: bool = False) -> Dict[str, Any]:
     """Link every shard on Ray; RETURNS documents, mentions, parts, seconds.
     Work is spread by read task: one per shard, or per `chunk_bytes` of an
     uncompressed JSONL shard; many shards (PubMed's baseline comes as 1,000+
@@ -112,13 +117,38 @@ def link_ray(shards: Sequence[Path], pipeline: str, output_dir: Path, *, num_wor
                         compute=ray.data.ActorPoolStrategy(size=num_workers),
                         num_cpus=threads_per_worker, batch_format="numpy",
                         fn_constructor_kwargs={"pipeline": pipeline, "output_dir": str(output_dir),
-                                               "top": top, "threads": threads_per_worker})
-    summaries = ds.take_all()
+                                               "top": top, "threads": threads_per_worker,
+                                               "strict": strict})
+    try:
+        summaries = ds.take_all()
+    except Exception as err:  # Ray wraps a worker's error in its own types and a traceback
+        raise coded_error(err) from None
+    from .local import summarize
+
     return {"engine": "ray", "workers": num_workers, "address": address or "local",
-            "documents": sum(int(s["documents"]) for s in summaries),
-            "mentions": sum(int(s["mentions"]) for s in summaries),
-            "parts": len({s["part"] for s in summaries}),
-            "seconds": round(time.perf_counter() - started, 2)}
+            **summarize(summaries), "seconds": round(time.perf_counter() - started, 2)}
 
 
-__all__ = ["KILL_ONCE_ENV", "link_ray"]
+CODED = re.compile(r"\[(E\d{3})\] ([^\n]*)")
+
+
+def coded_error(err: BaseException) -> BioELError:
+    """The BioELError a Ray task or actor raised, as the one-line error the local
+    engine gives (Ray's exceptions carry it as their cause, or only in their text);
+    anything else as E237 with the last line of the worker's traceback."""
+    seen = set()
+    cause: Optional[BaseException] = err
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, BioELError):
+            return BioELError(str(cause))
+        cause = getattr(cause, "cause", None) or cause.__cause__
+    match = CODED.search(str(err))
+    if match:
+        return BioELError(f"[{match.group(1)}] {match.group(2)}")
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return BioELError(Errors.E237.format(engine="ray", problem=(lines[-1] if lines else
+                                                                  type(err).__name__)[:300]))
+
+
+__all__ = ["KILL_ONCE_ENV", "coded_error", "link_ray"]

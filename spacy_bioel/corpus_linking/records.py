@@ -1,7 +1,11 @@
 """Shards in, shards out: the records `link-corpus` reads and writes.
 
 An input record is {"id": str, "text": str, "ents": [[start, end, label], ...] or
-None}; None means the pipeline's own NER finds the mentions. Shard formats:
+None, "origin": [shard path, position]}; None means the pipeline's own NER finds
+the mentions; the origin (the shard's resolved path and the record's byte offset
+or number in it) is unique across a run, so part files are keyed by it and two
+shards that repeat each other's ids cannot overwrite each other's output.
+Shard formats:
 - JSONL (`.jsonl`, `.json`, `.jsonl.gz`): one object a line with "text", an
   optional "id" (default `<file>@<byte offset>`) and optional "entities" ([{"start",
   "end", "label"}] or [[start, end, label]]);
@@ -11,8 +15,13 @@ None}; None means the pipeline's own NER finds the mentions. Shard formats:
   where the converter stored one, else `<file>:<n>`.
 An output shard is JSONL, one object per document: the id and text, and per
 mention its offsets, text, label, concept id (or NIL), probability, NIL flag
-and score and the top candidates. Part files are written whole under a
-temporary name and renamed, so a killed worker leaves no half file.
+and score and the top candidates, and the input mentions that could not be
+placed in the text ("skipped", each with its reason). Part files are written
+whole under a temporary name and renamed, so a killed worker leaves no half file.
+
+Every problem of an input file is a coded error that names it: E202 for a
+JSONL line (its byte offset), E236 for a shard that cannot be read at all (a
+truncated gzip stream, a damaged DocBin).
 """
 from __future__ import annotations
 
@@ -20,6 +29,8 @@ import gzip
 import hashlib
 import json
 import os
+import uuid
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
@@ -46,18 +57,23 @@ def shard_format(path: Path) -> str:
 
 
 def list_shards(inputs: Sequence[Union[str, Path]]) -> List[Path]:
-    """The shard files of files, folders (their known-format files, sorted) and globs."""
+    """The shard files of files, folders (their known-format files, sorted) and
+    globs (relative or absolute); each file once."""
+    import glob
+
     shards: List[Path] = []
     for item in inputs:
         path = Path(item)
         if path.is_dir():
             shards += sorted(p for p in path.iterdir() if p.is_file() and _known(p))
         elif any(c in str(item) for c in "*?["):
-            shards += sorted(p for p in Path().glob(str(item)) if p.is_file())
+            shards += sorted(Path(p) for p in glob.glob(str(item), recursive=True)
+                             if Path(p).is_file())
         elif path.is_file():
             shards.append(path)
         else:
             raise BioELError(Errors.E008.format(path=path))
+    shards = list(dict.fromkeys(shards))  # a file named twice is read once
     if not shards:
         raise BioELError(Errors.E201.format(path=", ".join(map(str, inputs))))
     for shard in shards:  # folders were filtered; a named file or glob match is checked here
@@ -74,16 +90,57 @@ def _known(path: Path) -> bool:
 
 
 def _entities(value: Any, where: str) -> Optional[List[List[Any]]]:
+    """The entities of a JSONL line as [start, end, label] (E202 for one that is
+    not a pair of integers and an optional label string). Whether an entity can be
+    placed in the text (its range, overlaps) is the worker's to count (`place`)."""
     if value is None:
         return None
+    if not isinstance(value, list):
+        raise BioELError(Errors.E202.format(where=where, problem=f"\"entities\" is "
+                                            f"{type(value).__name__}, not a list"))
     out = []
     for ent in value:
         if isinstance(ent, dict):
             ent = [ent.get("start"), ent.get("end"), ent.get("label", "ENTITY")]
-        if len(ent) < 2 or not all(isinstance(x, int) for x in ent[:2]) or ent[0] >= ent[1]:
-            raise BioELError(Errors.E202.format(where=where, problem=f"bad entity {ent!r}"))
-        out.append([int(ent[0]), int(ent[1]), str(ent[2]) if len(ent) > 2 else "ENTITY"])
+        if not isinstance(ent, list) or len(ent) not in (2, 3) or \
+                not all(isinstance(x, int) and not isinstance(x, bool) for x in ent[:2]) or \
+                (len(ent) == 3 and not isinstance(ent[2], str)):
+            raise BioELError(Errors.E202.format(where=where, problem=f"bad entity {ent!r:.80}"))
+        out.append([int(ent[0]), int(ent[1]), ent[2] if len(ent) > 2 else "ENTITY"])
     return out
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise BioELError(Errors.E202.format(where=where, problem="no \"text\" string"))
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise BioELError(Errors.E202.format(
+            where=where, problem=f"the text holds a lone surrogate ({value[err.start]!r} at "
+                                 f"character {err.start}), which is not Unicode text"))
+    return value
+
+
+def place(text: str, ents: Sequence[Sequence[Any]]) -> Tuple[List[List[Any]], List[List[Any]]]:
+    """Split `ents` into those that can be mentions of `text` (within it, not empty,
+    not overlapping an earlier one, longest first) and the skipped ones, each with
+    its reason: RETURNS (kept sorted by offset, skipped as [start, end, label, reason])."""
+    kept: List[List[Any]] = []
+    skipped: List[List[Any]] = []
+    taken: List[Tuple[int, int]] = []
+    for start, end, label in sorted(ents, key=lambda e: (e[0], -(e[1] - e[0]))):
+        if start < 0 or end > len(text) or start >= end:
+            skipped.append([start, end, label, f"outside the text of {len(text)} characters"
+                            if start < end else "empty or reversed"])
+        elif not text[start:end].strip():
+            skipped.append([start, end, label, "only white space"])
+        elif any(start < b and a < end for a, b in taken):
+            skipped.append([start, end, label, "overlaps another mention"])
+        else:
+            kept.append([start, end, label])
+            taken.append((start, end))
+    return kept, skipped
 
 
 def shard_chunks(path: Union[str, Path], chunk_bytes: int = 0) -> List[Tuple[str, int, Optional[int]]]:
@@ -129,47 +186,77 @@ def iter_shard(path: Union[str, Path], nlp=None, start: int = 0,
     shard), in file order. A JSONL line without "id" gets `<file>@<byte offset>`."""
     path = Path(path)
     fmt = shard_format(path)
-    if fmt == "jsonl":
-        for offset, raw in _jsonl_lines(path, start, stop):
-            if not raw.strip():
-                continue
-            where = f"{path} (byte {offset})"
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as err:
-                raise BioELError(Errors.E202.format(where=where, problem=str(err)))
-            if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
-                raise BioELError(Errors.E202.format(where=where, problem="no \"text\" string"))
-            yield {"id": str(obj.get("id", f"{path.name}@{offset}")), "text": obj["text"],
-                   "ents": _entities(obj.get("entities"), where)}
-    elif fmt == "pubtator":
-        from ..corpora.pubtator import read_pubtator
+    shard = str(path.resolve())
+    try:
+        if fmt == "jsonl":
+            yield from _jsonl_records(path, shard, start, stop)
+        elif fmt == "pubtator":
+            from ..corpora.pubtator import read_pubtator
 
-        for doc in read_pubtator(path):
-            yield {"id": doc.doc_id, "text": doc.text,
-                   "ents": [[m.start, m.end, m.label] for m in doc.mentions]}
-    else:
-        import spacy
-        from spacy.tokens import DocBin
-
-        vocab = (nlp or spacy.blank("en")).vocab
-        for number, doc in enumerate(DocBin().from_disk(path).get_docs(vocab)):
-            yield {"id": str(doc.user_data.get("doc_id", f"{path.name}:{number}")), "text": doc.text,
-                   "ents": [[e.start_char, e.end_char, e.label_] for e in doc.ents]}
+            for number, doc in enumerate(read_pubtator(path)):
+                yield {"id": doc.doc_id, "text": _text(doc.text, f"{path}, document {doc.doc_id}"),
+                       "ents": [[m.start, m.end, m.label] for m in doc.mentions],
+                       "origin": [shard, number]}
+        else:
+            yield from _docbin_records(path, shard, nlp)
+    except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError
+        raise BioELError(Errors.E236.format(where=path, problem=f"the file cannot be read "
+                                            f"({type(err).__name__}: {str(err)[:120]})"))
 
 
-def part_name(ids: Sequence[str]) -> str:
-    """A part file's name from its documents' ids: the same batch, retried after a
-    worker died, writes the same file again instead of a second copy."""
-    digest = hashlib.sha1("\n".join(ids).encode("utf-8")).hexdigest()[:16]
+def _jsonl_records(path: Path, shard: str, start: int, stop: Optional[int]) -> Iterator[Record]:
+    for offset, raw in _jsonl_lines(path, start, stop):
+        if not raw.strip():
+            continue
+        where = f"{path} (byte {offset})"
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise BioELError(Errors.E202.format(where=where, problem=str(err)[:200]))
+        except RecursionError:
+            raise BioELError(Errors.E202.format(where=where, problem="JSON nested too deeply"))
+        if not isinstance(obj, dict):
+            raise BioELError(Errors.E202.format(where=where, problem="not a JSON object"))
+        doc_id = obj.get("id", f"{path.name}@{offset}")
+        if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool):
+            raise BioELError(Errors.E202.format(where=where, problem=f"\"id\" is "
+                                                f"{type(doc_id).__name__}, not a string"))
+        yield {"id": _text(str(doc_id), where), "text": _text(obj.get("text"), where),
+               "ents": _entities(obj.get("entities"), where), "origin": [shard, offset]}
+
+
+def _docbin_records(path: Path, shard: str, nlp=None) -> Iterator[Record]:
+    import spacy
+    from spacy.tokens import DocBin
+
+    vocab = (nlp or spacy.blank("en")).vocab
+    try:
+        docs = list(DocBin().from_disk(path).get_docs(vocab))
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:
+        raise BioELError(Errors.E236.format(where=path, problem=f"not a spaCy DocBin "
+                                            f"({type(err).__name__}: {str(err)[:120]})"))
+    for number, doc in enumerate(docs):
+        yield {"id": str(doc.user_data.get("doc_id", f"{path.name}:{number}")), "text": doc.text,
+               "ents": [[e.start_char, e.end_char, e.label_] for e in doc.ents],
+               "origin": [shard, number]}
+
+
+def part_name(origins: Sequence[Sequence[Any]]) -> str:
+    """A part file's name from its documents' origins (shard, position): the same
+    batch, retried after a worker died, writes the same file again instead of a
+    second copy, and batches of different shards never share a name, whatever
+    their documents' ids."""
+    key = "\n".join(f"{shard}\t{position}" for shard, position in origins)
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:24]
     return f"part-{digest}.jsonl"
 
 
-def write_part(output_dir: Path, records: Sequence[Record]) -> Path:
+def write_part(output_dir: Path, records: Sequence[Record], origins: Sequence[Sequence[Any]]
+               ) -> Path:
     """Write one part file atomically (temporary name, then rename)."""
     output_dir.mkdir(parents=True, exist_ok=True)
-    path = output_dir / part_name([r["id"] for r in records])
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    path = output_dir / part_name(origins)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -194,5 +281,5 @@ def compare_ids(inputs: Counter, outputs: Counter) -> Dict[str, int]:
             "lost": sum(lost.values()), "duplicated": sum(extra.values())}
 
 
-__all__ = ["Record", "compare_ids", "iter_shard", "list_shards", "part_name", "read_outputs",
-           "shard_chunks", "shard_format", "write_part"]
+__all__ = ["Record", "compare_ids", "iter_shard", "list_shards", "part_name", "place",
+           "read_outputs", "shard_chunks", "shard_format", "write_part"]

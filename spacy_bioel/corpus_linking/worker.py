@@ -2,12 +2,14 @@
 engine holds one, and Ray Data builds one per actor of its pool."""
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from .records import Record, write_part
+from ..errors import BioELError, Errors
+from .records import Record, place, write_part
 
 logger = logging.getLogger(__name__)
 
@@ -15,10 +17,12 @@ logger = logging.getLogger(__name__)
 class LinkWorker:
     """pipeline: a saved pipeline (path or installed package name) with a
     bioel_linker; output_dir: where part files go; top: candidates kept per
-    mention; threads: torch / BLAS threads of this worker (0: leave as is)."""
+    mention; threads: torch / BLAS threads of this worker (0: leave as is);
+    strict: a mention that cannot be placed in its text is E234 instead of
+    skipped and counted."""
 
     def __init__(self, pipeline: str, output_dir: str, top: int = 5, threads: int = 0,
-                 batch_size: int = 64) -> None:
+                 batch_size: int = 64, strict: bool = False) -> None:
         from ..pipeline.loading import find_linker, load_pipeline
 
         self.nlp = load_pipeline(pipeline) if Path(pipeline).exists() else _load_package(pipeline)
@@ -30,26 +34,24 @@ class LinkWorker:
         self.output_dir = Path(output_dir)
         self.top = int(top)
         self.batch_size = int(batch_size)
+        self.strict = bool(strict)
         logger.info("Worker %d loaded %s", os.getpid(), pipeline)
 
     def link(self, records: Sequence[Record]) -> List[Record]:
-        """Linked output records, in input order."""
-        from ..corpora.documents import tokens_aligned_to
-
-        docs = []
+        """Linked output records, in input order; each keeps the input mentions
+        it could not place ("skipped", with the reason; E234 when strict)."""
+        docs, skipped = [], []
         for record in records:
-            if record["ents"] is None:  # the pipeline's own NER finds the mentions
-                docs.append(self.nlp.make_doc(record["text"]))
-                continue
-            bounds = [b for start, end, _ in record["ents"] for b in (start, end)]
-            doc = tokens_aligned_to(self.nlp, record["text"], bounds)
-            spans = [doc.char_span(s, e, label=label) for s, e, label in record["ents"]]
-            doc.ents = [span for span in spans if span is not None]
+            doc, missed = self._doc(record)
             docs.append(doc)
+            skipped.append(missed)
         cfg = self.linker.cfg
         out = []
-        for record, doc in zip(records, self.nlp.pipe(docs, batch_size=self.batch_size)):
-            out.append({"id": record["id"], "text": record["text"], "entities": [
+        for record, doc, missed in zip(records, self.nlp.pipe(docs, batch_size=self.batch_size),
+                                       skipped):
+            out.append({"id": record["id"], "text": record["text"], "skipped": missed,
+                        "mentions_from": "ner" if record["ents"] is None else "input",
+                        "entities": [
                 {"start": e.start_char, "end": e.end_char, "text": e.text, "label": e.label_,
                  "kb_id": e.kb_id_, "prob": _num(e._.get(cfg["probability_attr"])),
                  "is_nil": bool(e._.get(cfg["is_nil_attr"])),
@@ -59,12 +61,46 @@ class LinkWorker:
                 for e in doc.ents]})
         return out
 
+    def _doc(self, record: Record):
+        """The record's Doc with its placeable mentions as ents, and the others."""
+        from ..corpora.documents import tokens_aligned_to
+
+        if record["ents"] is None:  # the pipeline's own NER finds the mentions
+            return self.nlp.make_doc(record["text"]), []
+        kept, missed = place(record["text"], record["ents"])
+        if missed and self.strict:
+            start, end, _, problem = missed[0]
+            raise BioELError(Errors.E234.format(where=_where(record), start=start, end=end,
+                                                problem=problem))
+        doc = tokens_aligned_to(self.nlp, record["text"], [b for s, e, _ in kept for b in (s, e)])
+        ents = []
+        for start, end, label in kept:
+            span = doc.char_span(start, end, label=label)
+            if span is None:  # pragma: no cover - tokens_aligned_to cuts at every bound
+                missed.append([start, end, label, "not on token boundaries"])
+            else:
+                ents.append(span)
+        doc.ents = ents
+        return doc, missed
+
     def link_and_write(self, records: Sequence[Record]) -> Dict[str, Any]:
-        """Link `records` and write them as one part file; RETURNS its summary."""
+        """Link `records` and write them as one part file; RETURNS its summary
+        (the skipped mentions per shard as JSON, so that Ray can carry it)."""
         linked = self.link(records)
-        path = write_part(self.output_dir, linked)
+        path = write_part(self.output_dir, linked, [r["origin"] for r in records])
+        by_shard: Dict[str, int] = {}
+        for record, out in zip(records, linked):
+            if out["skipped"]:
+                shard = record["origin"][0]
+                by_shard[shard] = by_shard.get(shard, 0) + len(out["skipped"])
         return {"part": path.name, "documents": len(linked),
-                "mentions": sum(len(r["entities"]) for r in linked)}
+                "mentions": sum(len(r["entities"]) for r in linked),
+                "skipped": sum(by_shard.values()), "skipped_by_shard": json.dumps(by_shard)}
+
+
+def _where(record: Record) -> str:
+    shard, position = record["origin"]
+    return f"{shard} (document {record['id']!r} at {position})"
 
 
 def _num(value: Optional[float]) -> Optional[float]:

@@ -21,7 +21,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from spacy.util import registry
-from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v2
+from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v3
 from thinc.types import Floats2d
 
 from ..progress import progress_bar
@@ -121,8 +121,10 @@ def attach_module(model: Model, tokenizer, transformer) -> None:
 
     # autocast + grad scaling only where they exist: on a CUDA device
     mixed = bool(model.attrs["mixed_precision"]) and torch.cuda.is_available()
-    wrapper = PyTorchWrapper_v2(module, convert_inputs=_make_converter(model),
-                                mixed_precision=mixed)
+    from .torch_io import deserialize_weights  # weights_only, explicitly
+
+    wrapper = PyTorchWrapper_v3(module, convert_inputs=_make_converter(model),
+                                mixed_precision=mixed, deserialize_model=deserialize_weights)
     model._layers.insert(0, wrapper)  # before a contextual model's span layer
     model.attrs["tokenizer"] = tokenizer
     model.set_dim("nO", module.dim)

@@ -14,7 +14,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from spacy.util import registry
-from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v2
+from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v3
 from thinc.types import Floats2d
 
 from .common import DEFAULT_ENCODER, length_buckets
@@ -79,8 +79,10 @@ def attach_module(model: Model, tokenizer, transformer) -> None:
                           dropout=model.attrs["dropout"],
                           zero_head=model.attrs["zero_head"])
     mixed = bool(model.attrs["mixed_precision"]) and torch.cuda.is_available()
-    model._layers.append(PyTorchWrapper_v2(module, convert_inputs=_make_converter(model),
-                                           mixed_precision=mixed))
+    from .torch_io import deserialize_weights  # weights_only, explicitly
+
+    model._layers.append(PyTorchWrapper_v3(module, convert_inputs=_make_converter(model),
+                                           mixed_precision=mixed, deserialize_model=deserialize_weights))
     model.attrs["tokenizer"] = tokenizer
 
 

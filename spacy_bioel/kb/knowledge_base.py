@@ -53,11 +53,17 @@ class KnowledgeBase:
     # -- building ---------------------------------------------------------
     def add(self, concept: Concept, *, path: Optional[Union[str, Path]] = None,
             line: Optional[int] = None, first_line: Optional[int] = None) -> None:
-        """Add a concept. Raises E002 on a duplicate id and E003 on an empty name.
+        """Add a concept. Raises E002 on a duplicate id, E003 on an empty name and
+        E022 on an empty, blank or NIL id.
 
         concept (Concept): The record to add.
         path, line: Where the record came from, for error messages.
         """
+        if not isinstance(concept.concept_id, str) or not concept.concept_id.strip() or \
+                concept.concept_id == NIL:
+            raise KBFormatError(Errors.E022.format(path=path or "<input>", line=line or "?",
+                                                   concept_id=concept.concept_id,
+                                                   name=concept.canonical_name))
         if not concept.canonical_name or not concept.canonical_name.strip():
             raise KBFormatError(Errors.E003.format(path=path or "<input>", line=line or "?",
                                                    concept_id=concept.concept_id))

@@ -143,6 +143,10 @@ def load_umls(meta_dir: Union[str, Path], *, languages: Optional[Iterable[str]] 
         (cui, lat, ts, _lui, stt, _sui, ispref, _aui, _saui, _scui, _sdui, sab, _tty, _code,
          string, _srl, suppress, _cvf) = _split_rrf(line, mrconso, number, "MRCONSO",
                                                     MRCONSO_COLUMNS)
+        if not cui.strip():
+            raise KBFormatError(Errors.E001.format(
+                path=mrconso, line=number, fmt="MRCONSO", problem="an empty CUI",
+                expected="a CUI (e.g. C0011849) in the first field"))
         if keep_languages is not None and lat not in keep_languages:
             report["skipped_language"] += 1
             continue

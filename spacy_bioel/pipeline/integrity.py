@@ -2,17 +2,26 @@
 SHA-256 of every file the component wrote, and loading checks it first. A
 missing file is E156; a changed one E176, which names the file and says how to
 re-create that part (re-save or retrain; copy the tokenizer files;
-`repair-pipeline` for the derived index and datastore)."""
+`repair-pipeline` for the derived index and datastore).
+
+When the component is saved as part of a pipeline (its parent folder has a
+meta.json that lists it), the manifest also covers the files spaCy wrote
+before it: `../config.cfg`, `../meta.json`, the tokenizer and the folders of
+the components before it (the vocab and the components after it are written
+later and are not covered). A changed one of these is E233. A pipeline whose
+cfg says a manifest was written and which has none is E232: deleting the
+manifest does not turn verification off."""
 from __future__ import annotations
 
 import hashlib
 import logging
 from pathlib import Path
-from typing import Iterable
+from typing import Dict, Iterable, List
 
 import srsly
 
 from ..errors import BioELError, Errors
+from ..files import check_tree, member, replace_file
 
 logger = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
@@ -43,17 +52,48 @@ def damaged(path: Path, part: str, problem: str) -> BioELError:
     return BioELError(Errors.E176.format(path=path, problem=problem, remedy=remedy))
 
 
+def pipeline_entries(path: Path) -> List[str]:
+    """The entries of the pipeline folder around component folder `path` that spaCy
+    wrote before the component (config.cfg, meta.json, tokenizer, the folders of
+    earlier components), or [] when `path` is not a component of a saved pipeline."""
+    meta_path = path.parent / "meta.json"
+    if not meta_path.is_file() or not (path.parent / "config.cfg").is_file():
+        return []
+    try:
+        meta = srsly.read_json(meta_path)
+        order = list(meta.get("components") or meta.get("pipeline") or [])
+    except (ValueError, TypeError, AttributeError):
+        return []
+    if path.name not in order:
+        return []
+    return ["config.cfg", "meta.json", "tokenizer"] + order[:order.index(path.name)]
+
+
+def _listing(root: Path, prefix: str = "") -> Dict[str, Dict[str, object]]:
+    if root.is_file():
+        return {prefix.rstrip("/"): {"size": root.stat().st_size, "sha256": _sha256(root)}}
+    return {prefix + p.relative_to(root).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()
+            and not (prefix == "" and p.relative_to(root).as_posix() == MANIFEST)}
+
+
 def write_manifest(path: Path) -> None:
-    """`manifest.json`: size and SHA-256 of every file the component saved."""
-    files = {p.relative_to(path).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
-             for p in sorted(path.rglob("*")) if p.is_file() and p.name != MANIFEST}
-    srsly.write_json(path / MANIFEST, {"version": 1, "files": files})
+    """`manifest.json`: size and SHA-256 of every file the component saved, and of
+    the pipeline's files written before it (`pipeline_entries`, as '../NAME')."""
+    files = _listing(path)
+    for entry in pipeline_entries(path):
+        if (path.parent / entry).exists():
+            files.update(_listing(path.parent / entry, f"../{entry}/"))
+    replace_file(path / MANIFEST, lambda p: srsly.write_json(p, {"version": 2, "files": files}))
 
 
-def verify_manifest(path: Path, skip: Iterable[str] = ()) -> None:
-    """Check every file listed in `manifest.json` (E156 missing, E176 changed);
-    a directory saved before manifests is not checked (logged)."""
+def verify_manifest(path: Path, skip: Iterable[str] = (), required: bool = False) -> None:
+    """Check every file listed in `manifest.json` (E156 missing, E176 changed, E233
+    a changed pipeline file around the component); a directory saved before
+    manifests is not checked (logged), unless `required` (its cfg says it had one: E232)."""
     if not (path / MANIFEST).exists():
+        if required:
+            raise BioELError(Errors.E232.format(path=path, manifest=MANIFEST, pipeline=path.parent))
         logger.info("%s has no %s (saved by an older version): files not verified", path, MANIFEST)
         return
     try:
@@ -62,17 +102,44 @@ def verify_manifest(path: Path, skip: Iterable[str] = ()) -> None:
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise damaged(path / MANIFEST, MANIFEST, f"unreadable: {type(err).__name__}: {err}")
     skip = set(skip)
+    around = pipeline_entries(path)
     for name, size, digest in entries:
+        outside = name.startswith("../")
         part = name.split("/")[0]
         if part in skip:
             continue
-        target = path / name
+        target = (path.parent / name[3:]) if outside else member(path, name, str(path / MANIFEST))
+        if outside and (name[3:].split("/")[0] not in around or ".." in name[3:].split("/")):
+            raise BioELError(Errors.E230.format(where=path / MANIFEST, name=name, folder=path.parent))
         if not target.is_file():
             raise BioELError(Errors.E156.format(path=target))
-        if target.stat().st_size != size:
-            raise damaged(target, part, f"{target.stat().st_size} bytes, the manifest says {size}")
-        if _sha256(target) != digest:
-            raise damaged(target, part, "its SHA-256 differs from the manifest's")
+        problem = (f"{target.stat().st_size} bytes, the manifest says {size}"
+                   if target.stat().st_size != size else
+                   "its SHA-256 differs from the manifest's" if _sha256(target) != digest else None)
+        if problem and outside:
+            raise BioELError(Errors.E233.format(path=target, problem=problem, pipeline=path.parent))
+        if problem:
+            raise damaged(target, part, problem)
+
+
+def read_saved_cfg(path: Path, skip: Iterable[str] = ()) -> Dict[str, object]:
+    """The edge of loading a component folder: no link out of it and no special
+    file (E231), its `cfg` (E156 missing, E176 not a JSON object), every file the
+    manifest lists verified (E232 when the cfg says it had a manifest and it is gone).
+    RETURNS (Dict[str, object]): the saved cfg."""
+    check_tree(path)
+    if not (path / "cfg").exists():
+        raise BioELError(Errors.E156.format(path=path / "cfg"))
+    try:
+        saved = srsly.read_json(path / "cfg")
+        if not isinstance(saved, dict):
+            raise ValueError(f"a JSON {type(saved).__name__}")
+    except ValueError as err:
+        if (path / MANIFEST).exists():  # the manifest names the damaged file first
+            verify_manifest(path, skip=skip)
+        raise damaged(path / "cfg", "cfg", f"not a JSON object: {err}")
+    verify_manifest(path, skip=skip, required=saved.get("manifest") is True)
+    return saved
 
 
 def _sha256(path: Path) -> str:
@@ -83,4 +150,5 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-__all__ = ["MANIFEST", "write_manifest", "verify_manifest", "damaged"]
+__all__ = ["MANIFEST", "write_manifest", "verify_manifest", "pipeline_entries", "read_saved_cfg",
+           "damaged"]

@@ -25,10 +25,21 @@ def find_linker(nlp: Language, name: Optional[str] = None) -> BioELLinker:
 
 def load_pipeline(path: Union[str, Path]) -> Language:
     """spacy.load, with E174 for a pipeline saved before linking stages (its
-    config would otherwise fail with confection's 'unexpected argument')."""
+    config would otherwise fail with confection's 'unexpected argument'), and E231
+    for a folder holding a link out of it or a special file.
+
+    A saved pipeline's config.cfg can name any function registered in spaCy's
+    registries by the packages installed in the environment, as spaCy's own
+    `spacy.load` allows: it cannot import a module or run code that no installed
+    package registered. The linker's manifest covers the config (E233 when it
+    changed after saving)."""
     import spacy
     from spacy.util import load_config
 
+    from ..files import check_tree
+
+    if Path(path).is_dir():
+        check_tree(path)  # before spaCy reads config.cfg: no link out, no FIFO (E231)
     config_path = Path(path) / "config.cfg"
     if config_path.exists():
         old = flat_keys(load_config(config_path, interpolate=False))

@@ -27,8 +27,8 @@ from ..encoders.thinc_biencoder import is_built
 from ..errors import BioELError, Errors, Warnings, warn
 from ..kb.knowledge_base import KnowledgeBase
 from ..validation import as_bool, as_int
-from ..files import replace_file
-from .integrity import MANIFEST, damaged, verify_manifest, write_manifest
+from ..files import member, replace_file, unlink_links
+from .integrity import MANIFEST, damaged, read_saved_cfg, write_manifest
 from .weights import DeferredModel, check_vocabulary, load_model
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def _stage_params(linker: "BioELLinker") -> Dict[str, Any]:
 
 
 def _cfg(linker: "BioELLinker") -> Dict[str, Any]:
-    return {"version": FORMAT_VERSION, "initialized": linker.kb is not None,
+    return {"version": FORMAT_VERSION, "initialized": linker.kb is not None, "manifest": True,
             "dim": linker.model.get_dim("nO") if linker.model.has_dim("nO") else None,
             "encoder_attrs": {k: v for k, v in linker.model.attrs.items() if k != "tokenizer"},
             "settings": dict(linker.cfg), "stages": _stage_params(linker)}
@@ -118,6 +118,7 @@ def _writers(linker: "BioELLinker") -> Dict[str, Callable[[Path], Any]]:
 
 def to_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> None:
     path = util.ensure_path(path)
+    unlink_links(path)  # saving over a folder never writes through a link out of it
     util.to_disk(path, _writers(linker), exclude)
     if not linker.runtime.has_files and "runtime" not in exclude and (path / "runtime").is_dir():
         shutil.rmtree(path / "runtime")  # saved over a pipeline that was served by ONNX
@@ -131,14 +132,8 @@ REBUILD_PARTS: ContextVar[frozenset] = ContextVar("bioel_rebuild_parts", default
 def from_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> "BioELLinker":
     path = util.ensure_path(path)
     exclude = set(exclude) | REBUILD_PARTS.get()
-    if not (path / "cfg").exists():
-        raise BioELError(Errors.E156.format(path=path / "cfg"))
-    verify_manifest(path, skip=exclude)
-    try:
-        saved = srsly.read_json(path / "cfg")
-        version = saved.get("version", 1)
-    except (ValueError, AttributeError) as err:
-        raise damaged(path / "cfg", "cfg", f"not a JSON object: {err}")
+    saved = read_saved_cfg(path, skip=exclude)
+    version = saved.get("version", 1)
     if not isinstance(version, int):
         raise damaged(path / "cfg", "cfg", f"version {version!r}")
     if version > FORMAT_VERSION:
@@ -265,24 +260,41 @@ def to_bytes(linker: "BioELLinker", exclude: Iterable[str]) -> bytes:
 
 def from_bytes(linker: "BioELLinker", data: bytes, exclude: Iterable[str]) -> "BioELLinker":
     with tempfile.TemporaryDirectory() as tmp:
-        unpack_folder(srsly.msgpack_loads(data), Path(tmp))
+        unpack_folder(read_payload(data), Path(tmp))
         return from_disk(linker, tmp, exclude)
 
 
+def read_payload(data: bytes, what: str = "bioel_linker bytes") -> Dict[str, bytes]:
+    """`pack_folder`'s payload from `to_bytes` data: a map of file names to bytes (E176)."""
+    try:
+        files = srsly.msgpack_loads(data)
+    except Exception as err:  # msgpack raises its own types (ExtraData, FormatError, ...)
+        raise damaged(Path(f"<{what}>"), "cfg", f"not a msgpack payload: {type(err).__name__}")
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, bytes)
+                                              for k, v in files.items()):
+        raise damaged(Path(f"<{what}>"), "cfg", "not a map of file names to bytes")
+    return files
+
+
 def pack_folder(folder: Path) -> Dict[str, Any]:
-    """Every file under `folder` by relative path (the `to_bytes` payload)."""
+    """Every regular file under `folder` by relative path (the `to_bytes` payload)."""
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file()}
+            if p.is_file() and not p.is_symlink()}
 
 
 def unpack_folder(files: Dict[str, bytes], folder: Path) -> None:
-    """Write `pack_folder`'s payload under `folder`."""
+    """Write `pack_folder`'s payload under `folder`; a name that leads outside it
+    (absolute, '..', through a link) is E230 before anything is written."""
+    targets = {name: member(folder, name) for name in files}
     for name, content in files.items():
-        target = folder / name
+        target = targets[name]
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
+        member(folder, name)  # a link made by an earlier entry's folder is refused here too
+        with open(target, "xb") as handle:  # a fresh file: never through an existing link
+            handle.write(content)
 
 
 __all__ = ["to_disk", "from_disk", "to_bytes",
            "from_bytes", "name_cache_key", "set_option", "LEGACY_OPTIONS", "FORMAT_VERSION",
-           "MANIFEST", "write_manifest", "REBUILD_PARTS", "pack_folder", "unpack_folder"]
+           "MANIFEST", "write_manifest", "REBUILD_PARTS", "pack_folder", "unpack_folder",
+           "read_payload"]

@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import torch
 
+from ..encoders.torch_io import load_tensors
 from ..errors import BioELError, Errors
 from .synonyms import SynonymPair, pair_batches
 
@@ -237,7 +238,7 @@ def _resume(folder: Path, identity: Dict[str, Any], model, optimizer,
         problem = f"unreadable meta.json: {err}"
     if problem is None:
         try:
-            state = torch.load(folder / "state.pt", map_location="cpu", weights_only=False)
+            state = load_tensors(folder / "state.pt")  # weights_only: a pickle runs no code
         except Exception as err:  # a damaged file: torch raises several types
             problem = f"state.pt unreadable: {type(err).__name__}"
     if problem is not None:

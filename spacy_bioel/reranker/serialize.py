@@ -16,10 +16,10 @@ import srsly
 from spacy import util
 
 from ..errors import BioELError, Errors
-from ..files import replace_file
+from ..files import replace_file, unlink_links
 from ..kb.knowledge_base import KnowledgeBase
-from ..pipeline.integrity import damaged, verify_manifest, write_manifest
-from ..pipeline.serialize import pack_folder, unpack_folder
+from ..pipeline.integrity import damaged, read_saved_cfg, write_manifest
+from ..pipeline.serialize import pack_folder, read_payload, unpack_folder
 from ..pipeline.weights import build_module, load_weights
 from ..validation import as_bool, as_choice, as_float, as_int
 
@@ -69,7 +69,7 @@ def set_option(reranker: "BioELReranker", key: str, value: Any) -> None:
 
 
 def _cfg(reranker: "BioELReranker") -> Dict[str, Any]:
-    return {"version": FORMAT_VERSION, "initialized": reranker.kb is not None,
+    return {"version": FORMAT_VERSION, "initialized": reranker.kb is not None, "manifest": True,
             "settings": dict(reranker.cfg),
             "encoder_attrs": {k: v for k, v in reranker.model.attrs.items() if k != "tokenizer"}}
 
@@ -78,6 +78,7 @@ def to_disk(reranker: "BioELReranker", path, exclude: Iterable[str]) -> None:
     from ..encoders.thinc_cross_encoder import save_encoder_config
 
     path = util.ensure_path(path)
+    unlink_links(path)  # saving over a folder never writes through a link out of it
     writers: Dict[str, Callable[[Path], Any]] = {"cfg": lambda p: srsly.write_json(p, _cfg(reranker))}
     if reranker.kb is not None and reranker.model.layers:
         writers.update({
@@ -93,14 +94,11 @@ def from_disk(reranker: "BioELReranker", path, exclude: Iterable[str]) -> None:
 
     path = util.ensure_path(path)
     exclude = set(exclude)
-    if not (path / "cfg").exists():
-        raise BioELError(Errors.E156.format(path=path / "cfg"))
-    verify_manifest(path, skip=exclude)
+    saved = read_saved_cfg(path, skip=exclude)
     try:
-        saved = srsly.read_json(path / "cfg")
         version, settings = saved.get("version"), dict(saved.get("settings", {}))
-    except (ValueError, AttributeError) as err:
-        raise damaged(path / "cfg", "cfg", f"not a JSON object: {err}")
+    except (ValueError, TypeError) as err:
+        raise damaged(path / "cfg", "cfg", f"settings: {err}")
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise BioELError(Errors.E173.format(path=path, found=version, expected=FORMAT_VERSION))
     for key, value in settings.items():
@@ -129,7 +127,7 @@ def to_bytes(reranker: "BioELReranker", exclude: Iterable[str]) -> bytes:
 
 def from_bytes(reranker: "BioELReranker", data: bytes, exclude: Iterable[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        unpack_folder(srsly.msgpack_loads(data), Path(tmp))
+        unpack_folder(read_payload(data, "bioel_reranker bytes"), Path(tmp))
         from_disk(reranker, tmp, exclude)
 
 

@@ -81,11 +81,12 @@ def _ent_html(doc: Doc, records: Sequence[Dict[str, Any]], colors: Mapping[str, 
 
     ents = []
     for record in records:
+        # displaCy writes label, kb_id and kb_url into the markup as they are: escape them
         ent = {"start": record["start_char"], "end": record["end_char"],
-               "label": NIL_LABEL if record["is_nil"] else record["label"]}
+               "label": NIL_LABEL if record["is_nil"] else html.escape(record["label"])}
         if not record["is_nil"]:
-            ent["kb_id"] = record["kb_id"]
-            ent["kb_url"] = record["url"] or "#"
+            ent["kb_id"] = html.escape(record["kb_id"])
+            ent["kb_url"] = html.escape(safe_url(record["url"]), quote=True)
         ents.append(ent)
     markup = displacy.render({"text": doc.text, "ents": ents, "title": None}, style="ent",
                              manual=True, page=False, jupyter=False,
@@ -99,9 +100,16 @@ def _ent_html(doc: Doc, records: Sequence[Dict[str, Any]], colors: Mapping[str, 
     return "".join(out)
 
 
+def safe_url(url: Optional[str]) -> str:
+    """`url` when it is an http(s) address, else '#': a template or id cannot make
+    a link run script (javascript:, data:)."""
+    return url if url and url.lower().startswith(("http://", "https://")) else "#"
+
+
 def _link(cid: str, url: Optional[str]) -> str:
     text = html.escape(cid)
-    return f'<a href="{html.escape(url, quote=True)}" target="_blank">{text}</a>' if url else text
+    return (f'<a href="{html.escape(safe_url(url), quote=True)}" target="_blank">{text}</a>'
+            if url else text)
 
 
 def _table(records: Sequence[Dict[str, Any]]) -> str:

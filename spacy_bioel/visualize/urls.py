@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from typing import Dict, Mapping, Optional
+from urllib.parse import quote
 
 OBO_PURL = "http://purl.obolibrary.org/obo/{prefix}_{id}"
 DEFAULT_URLS: Dict[str, str] = {
@@ -29,6 +30,7 @@ DEFAULT_URLS: Dict[str, str] = {
 }
 _MESH = re.compile(r"^(?:D\d{6}|D\d{9}|C\d{6}|C\d{9})$")
 _CUI = re.compile(r"^C\d{7}$")
+SAFE = ":_.-~"  # kept as they are in an id; anything else is %-encoded
 _CURIE = re.compile(r"^([A-Za-z][A-Za-z0-9_.-]*):(\S+)$")
 
 
@@ -45,7 +47,8 @@ def concept_url(concept_id: str, templates: Optional[Mapping[str, str]] = None) 
             if not re.match(r"^[A-Za-z0-9_]+$", local):
                 return None
             template = OBO_PURL
-        return template.format(prefix=prefix, id=local, curie=concept_id)
+        return template.format(prefix=quote(prefix, safe=""), id=quote(local, safe=SAFE),
+                               curie=quote(concept_id, safe=SAFE))
     if _CUI.match(concept_id):
         return urls["UMLS"].format(prefix="UMLS", id=concept_id, curie=concept_id)
     if _MESH.match(concept_id):

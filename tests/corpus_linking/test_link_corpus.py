@@ -62,14 +62,16 @@ def test_pubtator_and_docbin_shards(tmp_path):
     (tmp_path / "p.txt").write_text("11|t|Colon cancer.\n11|a|And FAP.\n11\t0\t12\tColon cancer\tDisease\tD1\n"
                                     "11\t18\t21\tFAP\tDisease\tD4\n\n")
     assert list(iter_shard(tmp_path / "p.txt")) == [
-        {"id": "11", "text": "Colon cancer. And FAP.", "ents": [[0, 12, "Disease"], [18, 21, "Disease"]]}]
+        {"id": "11", "text": "Colon cancer. And FAP.", "ents": [[0, 12, "Disease"], [18, 21, "Disease"]],
+         "origin": [str((tmp_path / "p.txt").resolve()), 0]}]
     nlp = spacy.blank("en")
     doc = nlp("Heart attack here.")
     doc.ents = [doc.char_span(0, 12, "Disease")]
     doc.user_data["doc_id"] = "x1"
     DocBin(docs=[doc], store_user_data=True).to_disk(tmp_path / "d.spacy")
     assert list(iter_shard(tmp_path / "d.spacy")) == [
-        {"id": "x1", "text": "Heart attack here.", "ents": [[0, 12, "Disease"]]}]
+        {"id": "x1", "text": "Heart attack here.", "ents": [[0, 12, "Disease"]],
+         "origin": [str((tmp_path / "d.spacy").resolve()), 0]}]
 
 
 def test_bad_input_is_named(tmp_path, pipeline_dir):
@@ -97,7 +99,10 @@ def test_local_engine_links_and_verifies(tmp_path, pipeline_dir):
     assert len(ent["candidates"]) == 4 and 0 <= ent["prob"] <= 1
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["verify"] == {"input_documents": 50, "output_documents": 50, "lost": 0,
-                                "duplicated": 0} and report["parts"] == 7  # 30 / 8 -> 4, 20 / 8 -> 3
+                                "duplicated": 0, "input_mentions": 30, "output_mentions": 30,
+                                "found_by_ner": 20, "skipped_mentions": 0,
+                                "mentions_unaccounted": 0}
+    assert report["parts"] == 7  # 30 / 8 -> 4, 20 / 8 -> 3
     again = CliRunner().invoke(app, ["link-corpus", str(pipeline_dir), str(tmp_path / "in"),
                                      str(tmp_path / "out")])
     assert again.exception.code == "E205"  # never mixes two runs' parts

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import spacy
+import srsly
 from spacy.language import Language
 from spacy.training import Example
 from thinc.api import Adam, Model
@@ -372,7 +373,14 @@ def test_a_damaged_saved_reranker_is_a_coded_error(trained, tmp_path):
     with pytest.raises(BioELError) as err:
         spacy.load(tmp_path / "pipe")
     assert err.value.code == "E176" and "model" in str(err.value)
-    (tmp_path / "pipe" / "bioel_reranker" / "manifest.json").unlink()  # past the checksum: parsing fails
+    (tmp_path / "pipe" / "bioel_reranker" / "manifest.json").unlink()
+    with pytest.raises(BioELError) as err:  # a removed manifest does not turn verification off
+        spacy.load(tmp_path / "pipe")
+    assert err.value.code == "E232"
+    cfg_path = tmp_path / "pipe" / "bioel_reranker" / "cfg"
+    cfg = srsly.read_json(cfg_path)
+    del cfg["manifest"]  # as saved before manifests: past the checksum, parsing fails
+    srsly.write_json(cfg_path, cfg)
     with pytest.raises(BioELError) as err:
         spacy.load(tmp_path / "pipe")
     assert err.value.code == "E176"

@@ -89,6 +89,34 @@ def test_records_and_page(linked_doc):
     assert page.count('<tr class="nil">') == 1 and page.count('<tr class="linked">') == 2
 
 
+@pytest.mark.parametrize("cid", ['MESH:"><script>alert(1)</script>', "<img src=x onerror=alert(1)>",
+                                 "DOID:1\" onmouseover=\"alert(1)"])
+def test_markup_in_a_concept_id_or_label_stays_text(cid):
+    from spacy_bioel.pipeline.extensions import DEFAULT_ATTRS, install_extensions
+
+    install_extensions(DEFAULT_ATTRS)
+    kb = KnowledgeBase(name="evil")
+    kb.add(Concept(cid, "<b>bold</b> name"))
+    doc = spacy.blank("en").make_doc("Colon cancer here.")
+    doc.ents = [doc.char_span(0, 12, "<i>Dis</i>", kb_id=cid)]
+    ent = doc.ents[0]
+    ent._.kb_ents, ent._.is_nil, ent._.nil_score, ent._.kb_prob = [(cid, 0.9)], False, 0.1, 0.9
+    page = render_html([doc], kb)
+    body = page.split("<body", 1)[1]
+    assert "<script" not in body and "<img" not in body and "<b>" not in body and "<i>" not in body
+    assert "onmouseover=\"" not in body and " onerror=" not in body.replace("onerror=alert", "")
+    assert html.escape(cid) in body or html.escape(cid, quote=True) in body
+    assert all(href.startswith(("http://", "https://", "#"))
+               for href in re.findall(r'href="([^"]*)"', body))
+
+
+def test_a_template_cannot_make_a_script_link():
+    from spacy_bioel.visualize.render import safe_url
+
+    assert safe_url("javascript:alert(1)") == "#" and safe_url(None) == "#"
+    assert safe_url("https://omim.org/entry/1") == "https://omim.org/entry/1"
+
+
 @pytest.fixture
 def pipeline_dir(tiny_bert_dir, tmp_path):
     return save_linker_pipeline(tmp_path / "pipeline", tiny_bert_dir, KB_IDS)

@@ -1,0 +1,160 @@
+"""link-corpus at its edges: repeated ids in two shards lose nothing, mentions
+that cannot be placed are counted per shard (or E234 with --strict), in-place
+runs are refused, --overwrite replaces the old parts only after a verified run,
+and every bad input or option is one coded line, on both engines."""
+import gzip
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from spacy_bioel.cli import app
+from spacy_bioel.corpus_linking.records import place, read_outputs
+from spacy_bioel.errors import BioELWarning
+
+from .test_link_corpus import pipeline_dir  # noqa: F401 - the shared fixture
+
+
+def shard(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def rows(n, tag):
+    return [{"id": str(i), "text": f"{tag} {i}: colon cancer here.",
+             "entities": [[len(f"{tag} {i}: "), len(f"{tag} {i}: colon cancer"), "Disease"]]}
+            for i in range(n)]
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, ["link-corpus", *map(str, args)])
+
+
+def test_repeated_ids_in_two_shards_lose_no_document(tmp_path, pipeline_dir):  # noqa: F811
+    (tmp_path / "in").mkdir()
+    shard(tmp_path / "in" / "a.jsonl", rows(8, "first"))
+    shard(tmp_path / "in" / "b.jsonl", rows(8, "second"))  # ids "0".."7" again, other texts
+    result = invoke(pipeline_dir, tmp_path / "in", tmp_path / "out", "--no-verify")
+    assert result.exit_code == 0, result.output
+    texts = sorted(r["text"] for r in read_outputs(tmp_path / "out"))
+    assert len(texts) == 16 and len(set(texts)) == 16
+
+
+def test_unplaceable_mentions_are_counted_per_shard_or_refused_with_strict(tmp_path, pipeline_dir):  # noqa: F811
+    text = "colon cancer and asthma"
+    shard(tmp_path / "a.jsonl", [
+        {"id": "a", "text": text, "entities": [[0, 12, "D"], [17, 99, "D"], [-3, 5, "D"],
+                                               [0, 5, "D"], [12, 13, "D"], [10 ** 30, 10 ** 30 + 1, "D"]]}])
+    with pytest.warns(BioELWarning, match="W012.*a.jsonl: 5"):
+        result = invoke(pipeline_dir, tmp_path / "a.jsonl", tmp_path / "out", "--report",
+                        tmp_path / "r.json")
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["mentions"] == 1 and report["skipped_mentions"] == 5
+    assert report["skipped_by_shard"] == {str((tmp_path / "a.jsonl").resolve()): 5}
+    assert report["verify"]["mentions_unaccounted"] == 0
+    (record,) = read_outputs(tmp_path / "out")
+    reasons = sorted(s[3] for s in record["skipped"])
+    assert reasons == ["only white space", "outside the text of 23 characters",
+                       "outside the text of 23 characters", "outside the text of 23 characters",
+                       "overlaps another mention"]
+    strict = invoke(pipeline_dir, tmp_path / "a.jsonl", tmp_path / "strict", "--strict")
+    assert strict.exception.code == "E234" and "a.jsonl" in str(strict.exception)
+
+
+def test_a_pubtator_offset_past_the_text_is_counted(tmp_path, pipeline_dir):  # noqa: F811
+    (tmp_path / "p.txt").write_text("1|t|Colon cancer.\n1|a|x\n1\t0\t12\tColon cancer\tDisease\tD1\n"
+                                    "1\t40\t45\tfar\tDisease\tD1\n\n")
+    with pytest.warns(BioELWarning, match="W012"):
+        result = invoke(pipeline_dir, tmp_path / "p.txt", tmp_path / "out", "--report",
+                        tmp_path / "r.json")
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "r.json").read_text())["skipped_mentions"] == 1
+
+
+def test_place_keeps_the_longest_of_overlapping_mentions():
+    kept, skipped = place("heart attack", [[0, 5, "D"], [0, 12, "D"], [6, 12, "D"]])
+    assert kept == [[0, 12, "D"]] and [s[:2] for s in skipped] == [[0, 5], [6, 12]]
+
+
+@pytest.mark.parametrize("around", [False, True])
+def test_linking_a_folder_into_itself_is_refused_and_deletes_nothing(tmp_path, pipeline_dir, around):  # noqa: F811
+    (tmp_path / "in").mkdir()
+    shard(tmp_path / "in" / "part-0.jsonl", rows(3, "x"))
+    out = tmp_path if around else tmp_path / "in"  # the output folder holds the input
+    result = invoke(pipeline_dir, tmp_path / "in", out, "--overwrite")
+    assert result.exception.code == "E235"
+    assert (tmp_path / "in" / "part-0.jsonl").exists()
+
+
+def test_overwrite_keeps_the_old_parts_until_the_new_run_succeeded(tmp_path, pipeline_dir):  # noqa: F811
+    shard(tmp_path / "a.jsonl", rows(4, "x"))
+    assert invoke(pipeline_dir, tmp_path / "a.jsonl", tmp_path / "out").exit_code == 0
+    old = sorted(p.name for p in (tmp_path / "out").glob("part-*.jsonl"))
+    (tmp_path / "bad.jsonl").write_text('{"text": "fine"}\n{"txt": 1}\n')
+    failed = invoke(pipeline_dir, tmp_path / "bad.jsonl", tmp_path / "out", "--overwrite")
+    assert failed.exception.code == "E202"
+    assert sorted(p.name for p in (tmp_path / "out").glob("part-*.jsonl")) == old
+    shard(tmp_path / "b.jsonl", rows(2, "y"))
+    assert invoke(pipeline_dir, tmp_path / "b.jsonl", tmp_path / "out", "--overwrite").exit_code == 0
+    assert sorted(r["text"] for r in read_outputs(tmp_path / "out")) == \
+        ["y 0: colon cancer here.", "y 1: colon cancer here."]
+    assert not (tmp_path / "out" / ".staging").exists()
+
+
+BAD_LINES = {
+    "entities not a list": '{"text": "a b", "entities": 5}',
+    "label not a string": '{"text": "a b", "entities": [[0, 1, 7]]}',
+    "boolean offsets": '{"text": "a b", "entities": [[true, 1]]}',
+    "lone surrogate": '{"text": "a \\ud800 b"}',
+    "id an object": '{"id": {"a": 1}, "text": "a b"}',
+    "nested too deeply": '{"text": "a", "x": ' + "[" * 100000 + "]" * 100000 + "}",
+    "not an object": "[1, 2]"}
+
+
+@pytest.mark.parametrize("damage", sorted(BAD_LINES))
+def test_bad_lines_are_one_coded_error(tmp_path, pipeline_dir, damage):  # noqa: F811
+    (tmp_path / "a.jsonl").write_text(BAD_LINES[damage] + "\n", encoding="utf-8")
+    result = invoke(pipeline_dir, tmp_path / "a.jsonl", tmp_path / "out")
+    assert getattr(result.exception, "code", None) == "E202", (damage, result.exception)
+
+
+def test_unreadable_shards_are_one_coded_error(tmp_path, pipeline_dir):  # noqa: F811
+    data = gzip.compress(("".join(json.dumps(r) + "\n" for r in rows(200, "x"))).encode())
+    (tmp_path / "t.jsonl.gz").write_bytes(data[:len(data) // 2])
+    result = invoke(pipeline_dir, tmp_path / "t.jsonl.gz", tmp_path / "out")
+    assert result.exception.code == "E236" and "t.jsonl.gz" in str(result.exception)
+    (tmp_path / "junk.spacy").write_bytes(b"\x00junk" * 10)
+    result = invoke(pipeline_dir, tmp_path / "junk.spacy", tmp_path / "out2")
+    assert result.exception.code == "E236" and "junk.spacy" in str(result.exception)
+
+
+def test_an_absolute_glob_finds_its_shards(tmp_path, pipeline_dir):  # noqa: F811
+    shard(tmp_path / "a.jsonl", rows(2, "x"))
+    result = invoke(pipeline_dir, f"{tmp_path}/*.jsonl", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("option,value", [("--threads", "-1"), ("--num-workers", "0"),
+                                          ("--top", "-1"), ("--batch-docs", "0"),
+                                          ("--chunk-mb", "-1")])
+def test_options_out_of_range_are_coded(tmp_path, pipeline_dir, option, value):  # noqa: F811
+    shard(tmp_path / "a.jsonl", rows(1, "x"))
+    result = invoke(pipeline_dir, tmp_path / "a.jsonl", tmp_path / "out", option, value)
+    assert result.exception.code == "E175" and option in str(result.exception)
+
+
+def test_ray_errors_arrive_as_the_local_engine_s_coded_line(tmp_path, pipeline_dir):  # noqa: F811
+    ray = pytest.importorskip("ray", reason="Ray Data (the ray extra)")
+    shard(tmp_path / "a.jsonl", [{"id": "a", "text": "colon cancer", "entities": [[0, 99, "D"]]}])
+    try:
+        result = invoke(pipeline_dir, tmp_path / "a.jsonl", tmp_path / "out", "--engine", "ray",
+                        "--num-workers", "1", "--strict")
+        bad = invoke(tmp_path / "no-pipeline", tmp_path / "a.jsonl", tmp_path / "out2",
+                     "--engine", "ray", "--num-workers", "1")
+    finally:
+        ray.shutdown()
+    assert type(result.exception).__name__ == "BioELError" and result.exception.code == "E234"
+    assert "\n" not in str(result.exception) and "Traceback" not in str(result.exception)
+    assert type(bad.exception).__name__ == "BioELError", bad.exception
+    assert "Traceback" not in str(bad.exception)
