@@ -356,6 +356,11 @@ class Errors(metaclass=ErrorsWithCodes):
     E237 = ("The link-corpus worker failed on {engine}: {problem}")
     E238 = ("The embedding cache {path} cannot be used: {problem}. Check that the folder "
             "is writable and on a local disk, or set embedding_cache = null.")
+    E239 = ("The config is not valid: {problem}. Fix the named setting (its block, name and "
+            "type are listed in docs/component.md), or drop it to use the default.")
+    E240 = ("{path} cannot be read ({problem}). A saved pipeline's config.cfg and meta.json "
+            "are written by nlp.to_disk: restore the file from the original copy, or re-save "
+            "the pipeline.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

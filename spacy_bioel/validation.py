@@ -9,6 +9,17 @@ from typing import Any, Optional, Sequence
 
 from .errors import BioELError, Errors
 
+# Upper bounds that keep a pipeline usable on any machine (a setting above them
+# hangs or exhausts memory rather than doing more of what was asked).
+MAX_THREADS = 256
+MAX_BATCH = 65536
+MAX_TOP_K = 10000
+MAX_TOKENS = 8192  # no encoder we load takes longer inputs
+MIN_TOKENS = 4  # [CLS], a word piece, [SEP] and room for one more: shorter cannot encode a name
+# softmax temperatures: scores are cosines in [-1, 1]; below 1e-4 exp(score / beta)
+# overflows float64, above 1e4 every candidate gets the same probability
+MIN_TEMPERATURE, MAX_TEMPERATURE = 1e-4, 1e4
+
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
@@ -78,4 +89,5 @@ def _range(kind: str, minimum: Any, maximum: Any, exclusive_minimum: bool = Fals
     return kind
 
 
-__all__ = ["as_bool", "as_int", "as_float", "as_choice"]
+__all__ = ["as_bool", "as_int", "as_float", "as_choice", "MAX_THREADS", "MAX_BATCH", "MAX_TOP_K",
+           "MAX_TOKENS", "MIN_TOKENS", "MIN_TEMPERATURE", "MAX_TEMPERATURE"]

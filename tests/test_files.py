@@ -51,3 +51,48 @@ def test_a_failed_write_leaves_the_old_file_and_no_partial(tmp_path):
     with pytest.raises(OSError):
         replace_file(path, fail)
     assert path.read_bytes() == b"good" and [p.name for p in tmp_path.iterdir()] == ["part"]
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "../x", "a/../../x", "a//b", "./a", "", "a\\b",
+                                  "C:/x", "a\x00b"])
+def test_a_name_that_leaves_its_folder_is_refused(tmp_path, name):
+    from spacy_bioel.errors import BioELError
+    from spacy_bioel.files import member
+
+    with pytest.raises(BioELError) as err:
+        member(tmp_path, name)
+    assert err.value.code == "E230"
+
+
+def test_a_name_through_a_link_is_refused_and_plain_names_pass(tmp_path):
+    from spacy_bioel.errors import BioELError
+    from spacy_bioel.files import member
+
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "link").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(BioELError):
+        member(tmp_path / "in", "link/x")
+    assert member(tmp_path / "in", "index/vectors.npy") == tmp_path / "in" / "index" / "vectors.npy"
+
+
+def test_check_tree_refuses_links_out_and_special_files_only(tmp_path):
+    import os
+
+    from spacy_bioel.errors import BioELError
+    from spacy_bioel.files import check_tree, unlink_links
+
+    (tmp_path / "p" / "sub").mkdir(parents=True)
+    (tmp_path / "p" / "sub" / "a").write_text("a")
+    (tmp_path / "p" / "inside").symlink_to(tmp_path / "p" / "sub" / "a")  # stays inside: fine
+    check_tree(tmp_path / "p")
+    (tmp_path / "secret").write_text("s")
+    (tmp_path / "p" / "sub" / "out").symlink_to(tmp_path / "secret")
+    with pytest.raises(BioELError) as err:
+        check_tree(tmp_path / "p")
+    assert err.value.code == "E231" and "out" in str(err.value)
+    assert unlink_links(tmp_path / "p") == 2 and (tmp_path / "secret").read_text() == "s"
+    os.mkfifo(tmp_path / "p" / "fifo")
+    with pytest.raises(BioELError) as err:
+        check_tree(tmp_path / "p")
+    assert "FIFO" in str(err.value)

@@ -127,3 +127,14 @@ def save_linker_pipeline(path: Path, encoder, concepts, patterns=None) -> Path:
         ruler.add_patterns([{"label": "Disease", "pattern": p} for p in patterns])
     nlp.to_disk(path)
     return path
+
+
+def drop_manifest(component: Path) -> None:
+    """Make a saved component folder look as saved before manifests: no
+    manifest.json, and no cfg flag saying it had one (else E232)."""
+    import srsly
+
+    (component / "manifest.json").unlink()
+    cfg = srsly.read_json(component / "cfg")
+    cfg.pop("manifest", None)
+    srsly.write_json(component / "cfg", cfg)

@@ -55,17 +55,29 @@ def main(argv: Optional[List[str]] = None) -> None:
     Anything else is a bug and keeps its traceback."""
     import sys
 
-    from ..errors import BioELError
+    from confection import ConfigValidationError
+
+    from ..errors import BioELError, Errors
 
     args = sys.argv[1:] if argv is None else list(argv)
     try:
         app(args=args, prog_name="python -m spacy_bioel")
-    except (BioELError, OSError) as err:
+    except (BioELError, OSError, ConfigValidationError) as err:
         if "--verbose" in args or "-V" in args:
             raise
-        message = str(err) if isinstance(err, BioELError) else f"{type(err).__name__}: {err}"
+        message = (str(err) if isinstance(err, BioELError) else
+                   Errors.E239.format(problem=config_problem(err))
+                   if isinstance(err, ConfigValidationError) else f"{type(err).__name__}: {err}")
         typer.echo(f"Error: {message}\n(run with --verbose for the traceback)", err=True)
         sys.exit(1)
+
+
+def config_problem(err) -> str:
+    """A config validation error's findings on one line ('block.setting: message; ...')."""
+    found = ["{}: {}".format(".".join(str(p) for p in e.get("loc", ())), e.get("msg", ""))
+             for e in (getattr(err, "errors", None) or [])]
+    title = getattr(err, "title", None) or ""
+    return "; ".join(found)[:600] or " ".join(str(title or err).split())[:600]
 
 
 def split_csv(value: str) -> List[str]:

@@ -30,6 +30,10 @@ def init_pipeline(
 
     setup_logging(verbose)
     config = load_config(config_path, overrides=parse_config_overrides(ctx.args), interpolate=False)
+    if "training" not in config:  # a partial config: spaCy's defaults for what it leaves out
+        from spacy.util import load_model_from_config
+
+        config = load_model_from_config(config, auto_fill=True, validate=True).config
     nlp = init_nlp(config)
     output.parent.mkdir(parents=True, exist_ok=True)  # spaCy creates the last folder only
     nlp.to_disk(output)

@@ -1,6 +1,8 @@
 """`reliability OUTPUT_DIR`: the hostile-user runs (malformed input files,
-random documents, n_process=2, byte flips in a saved pipeline) as counts in
-OUTPUT_DIR/reliability.json and a markdown table beside it."""
+random documents, n_process=2, byte flips in a saved pipeline, and the edges:
+crafted payloads and weights, saved folders with links, FIFOs and changed
+files, the embedding cache, extreme settings, corpus-linking shards) as counts
+in OUTPUT_DIR/reliability.json and a markdown table beside it."""
 from __future__ import annotations
 
 import logging
@@ -10,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from ._app import app, setup_logging, write_json
+from ._app import app, setup_logging, split_csv, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -23,6 +25,8 @@ def reliability(
     n_docs: int = typer.Option(2000, "--docs", help="Random documents to link"),
     flips: int = typer.Option(5, "--flips", help="Bit flips per saved file"),
     seed: int = typer.Option(0, "--seed"),
+    edges_encoder: Optional[str] = typer.Option(None, "--edges-encoder", help="Encoder of the small pipeline the edge cases attack (default: the embedded MiniLM)"),
+    only: Optional[str] = typer.Option(None, "--only", help="Run only the edge cases (comma-separated parts of their names; 'all' for every one)"),
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:
     """Run every reliability check and write the counts."""
@@ -33,7 +37,19 @@ def reliability(
     from ..kb.knowledge_base import KnowledgeBase
     from ..pipeline.loading import find_linker, load_pipeline
 
+    from ..encoders.common import DEFAULT_ENCODER, resolve_model_path
+    from ..evaluation.hostile import run_cases, summarize
+    from ..evaluation.hostile import table as edges_table
+
     setup_logging(verbose)
+    with tempfile.TemporaryDirectory() as tmp:
+        edges = run_cases(Path(tmp), resolve_model_path(edges_encoder or DEFAULT_ENCODER),
+                          None if only in (None, "all") else split_csv(only))
+    write_json(output_dir / "edges.json", edges)
+    typer.echo(edges_table(edges))
+    if only is not None:
+        (output_dir / "edges.md").write_text(edges_table(edges), encoding="utf-8")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         rows, inputs = run_table(Path(tmp))
     write_json(output_dir / "malformed_inputs.json", rows)
@@ -54,10 +70,12 @@ def reliability(
     artefacts = flip_saved_files(nlp, probe, flips, seed)
     typer.echo(f"saved files: { {k: v for k, v in artefacts.items() if k != 'by_file'} }")
     report = {"malformed_inputs": inputs, "documents": documents, "saved_files": artefacts,
+              "edges": summarize(edges),
               "pipeline": str(pipeline) if pipeline else "embedded encoder (untrained)",
               "seed": seed}
     write_json(output_dir / "reliability.json", report)
-    (output_dir / "reliability.md").write_text(table(report), encoding="utf-8")
+    (output_dir / "reliability.md").write_text(table(report) + "\n" + edges_table(edges),
+                                               encoding="utf-8")
     typer.echo((output_dir / "reliability.md").read_text(encoding="utf-8"))
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..validation import as_bool, as_float, as_int
+from ..validation import MAX_TEMPERATURE, MAX_TOP_K, MIN_TEMPERATURE, as_bool, as_float, as_int
 from .knn import interpolate, model_distribution
 
 RankCandidate = Tuple[str, float, float]
@@ -55,10 +55,10 @@ class KNNRanker:
         """Set and check parameters: use_knn a bool, knn_k >= 1, knn_lambda in [0, 1],
         the temperatures beta1, beta2 > 0 (E175; a zero temperature divides by zero)."""
         checks = {"use_knn": lambda v: as_bool("ranker.use_knn", v),
-                  "knn_k": lambda v: as_int("ranker.knn_k", v, 1),
+                  "knn_k": lambda v: as_int("ranker.knn_k", v, 1, MAX_TOP_K),
                   "knn_lambda": lambda v: as_float("ranker.knn_lambda", v, 0, 1),
-                  "beta1": lambda v: as_float("ranker.beta1", v, 0, exclusive_minimum=True),
-                  "beta2": lambda v: as_float("ranker.beta2", v, 0, exclusive_minimum=True)}
+                  "beta1": lambda v: as_float("ranker.beta1", v, MIN_TEMPERATURE, MAX_TEMPERATURE),
+                  "beta2": lambda v: as_float("ranker.beta2", v, MIN_TEMPERATURE, MAX_TEMPERATURE)}
         for name, value in params.items():
             if name in checks and value is not None:
                 setattr(self, name, checks[name](value))

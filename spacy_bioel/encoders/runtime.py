@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import BioELError, Errors
 from ..files import PinnedFile, replace_file
-from ..validation import as_int
+from ..validation import MAX_BATCH, MAX_THREADS, as_int
 from .common import length_buckets
 from .threads import child_threads, limit_threads
 
@@ -72,8 +72,8 @@ class TorchRuntime:
     has_files = False
 
     def __init__(self, threads: int = 0, batch_size: int = 64) -> None:
-        self.threads = as_int("runtime.threads", threads, 0)
-        self.batch_size = as_int("runtime.batch_size", batch_size, 1)
+        self.threads = as_int("runtime.threads", threads, 0, MAX_THREADS)
+        self.batch_size = as_int("runtime.batch_size", batch_size, 1, MAX_BATCH)
         self._threads_set = False
 
     def needs_model(self) -> bool:
@@ -127,8 +127,8 @@ class OnnxRuntime:
             raise BioELError(Errors.E175.format(name="runtime.quantize", value=repr(quantize),
                                                 expected="null, 'int8' or 'int8-all'"))
         self.quantize = quantize
-        self.threads = as_int("runtime.threads", threads, 0)
-        self.batch_size = as_int("runtime.batch_size", batch_size, 1)
+        self.threads = as_int("runtime.threads", threads, 0, MAX_THREADS)
+        self.batch_size = as_int("runtime.batch_size", batch_size, 1, MAX_BATCH)
         self.tower = tower
         self._session = None
         self._tokenizer = None

@@ -25,6 +25,8 @@ from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v3
 from thinc.types import Floats2d
 
 from ..progress import progress_bar
+from ..errors import BioELError, Errors
+from ..validation import MAX_TOKENS, MIN_TOKENS, as_int
 from .common import DEFAULT_ENCODER, length_buckets
 
 logger = logging.getLogger(__name__)
@@ -57,8 +59,9 @@ def build_biencoder(encoder: str = DEFAULT_ENCODER, pooling: str = "mean",
         'mask'); None encodes the text alone.
     """
     if prompt is not None and (prompt.count("{text}") != 1 or prompt.count("{mask}") != 1):
-        from ..errors import BioELError, Errors
         raise BioELError(Errors.E191.format(template=prompt))
+    max_length = as_int("model.max_length", max_length, MIN_TOKENS, MAX_TOKENS)
+    frozen_layers = as_int("model.frozen_layers", frozen_layers, 0)
     return Model("bioel_biencoder", forward, init=init, layers=[],
                  dims={"nO": None},
                  attrs={"encoder": encoder, "pooling": pooling, "similarity": similarity,
@@ -79,6 +82,16 @@ def init(model: Model, X: Optional[EncoderInput] = None, Y: Optional[Any] = None
 
     tokenizer, transformer = load_transformer(model.attrs["encoder"])
     attach_module(model, tokenizer, transformer)
+
+
+def check_max_length(max_length: int, transformer, encoder: str) -> None:
+    """E175 when `max_length` is longer than the transformer's position embeddings
+    (the first text that long would fail inside the encoder)."""
+    limit = getattr(getattr(transformer, "config", None), "max_position_embeddings", None)
+    if isinstance(limit, int) and max_length > limit:
+        raise BioELError(Errors.E175.format(
+            name="model.max_length", value=max_length,
+            expected=f"an integer in [{MIN_TOKENS}, {limit}] ({encoder} has {limit} positions)"))
 
 
 def is_built(model: Model) -> bool:
@@ -110,11 +123,11 @@ def attach_module(model: Model, tokenizer, transformer) -> None:
         else:
             freeze_bottom(concept, frozen, model.attrs["encoder"])
     freeze_bottom(transformer, frozen, model.attrs["encoder"])
+    check_max_length(model.attrs["max_length"], transformer, model.attrs["encoder"])
     module = BiEncoder(transformer, concept, pooling=model.attrs["pooling"],
                        similarity=model.attrs["similarity"],
                        mask_id=getattr(tokenizer, "mask_token_id", None))
     if (model.attrs["pooling"] == "mask" or model.attrs.get("prompt")) and module.mask_id is None:
-        from ..errors import BioELError, Errors
         raise BioELError(Errors.E190.format(problem=f"the tokenizer of "
                                             f"{model.attrs['encoder']} has no mask token"))
     import torch
@@ -236,7 +249,6 @@ def embed_texts(model: Model, texts: Sequence[str], tower: str, batch_size: int 
     import torch
 
     if tower == "mention" and is_contextual(model):  # its mention tower reads docs, not texts
-        from ..errors import BioELError, Errors
         raise BioELError(Errors.E212.format(what="Encoding mention strings", fix=(
             "Link docs with nlp(text) or nlp.pipe(texts): the mention is read there.")))
     first: dict = {}

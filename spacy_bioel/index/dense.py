@@ -538,7 +538,7 @@ class DenseCandidateStore:
         return store
 
 
-READ_ERRORS = (OSError, KeyError, ValueError, TypeError, RuntimeError, AttributeError)
+READ_ERRORS = (OSError, KeyError, ValueError, TypeError, RuntimeError, AttributeError, EOFError)
 
 
 def _corrupted(path, err: Exception) -> BioELError:

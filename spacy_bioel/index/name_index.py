@@ -26,9 +26,7 @@ Example:
 """
 from __future__ import annotations
 
-import json
 import logging
-import os
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
@@ -37,6 +35,7 @@ import numpy as np
 from ..errors import BioELError, Errors
 from ..progress import progress_bar
 from .dense import DenseCandidateStore
+from .embedding_cache import EmbeddingCache, cached_embeddings
 from .names import NameTable
 
 logger = logging.getLogger(__name__)
@@ -153,45 +152,21 @@ class NameIndex:
         return np.empty((len(self.names), first.shape[1]), dtype=self.vectors_dtype)
 
     def _cached(self, encode: Encode, cache_key: Optional[str], progress: bool) -> np.ndarray:
+        """The embeddings of every name, through the embedding cache when there is
+        one (see `index.embedding_cache`: verified chunks, resumable, one writer at
+        a time); `resumed_at` says how many names earlier runs had encoded."""
         if not self.embedding_cache or cache_key is None:
             return self._encode_into(encode, self._allocate(encode), 0, progress)
-        folder = Path(self.embedding_cache)
-        suffix = "" if self.vectors_dtype == "float32" else "-f16"
-        path = folder / f"names-{cache_key}{suffix}.npy"
-        if path.exists():
-            embeddings = np.load(path, mmap_mode="r")
-            if embeddings.shape[0] == len(self.names):
-                logger.info("Read %d name embeddings from %s", len(embeddings), path)
-                return np.asarray(embeddings, dtype=self.vectors_dtype)
-            logger.warning("Ignoring %s (shape %s)", path, embeddings.shape)
-        folder.mkdir(parents=True, exist_ok=True)
-        partial, state = path.with_suffix(".partial.npy"), path.with_suffix(".partial.json")
-        start = 0
-        if partial.exists() and state.exists():  # resume an interrupted encoding
-            start = int(json.loads(state.read_text(encoding="utf-8")).get("done", 0))
-            out = np.load(partial, mmap_mode="r+")
-            if out.shape[0] != len(self.names):
-                start, out = 0, None
-            else:
-                logger.info("Resuming the encoding of %s at name %d", path.name, start)
-        else:
-            out = None
-        self.resumed_at = start  # names an earlier, interrupted run encoded
-        if out is None:
-            dim = self._allocate(encode).shape[1]
-            out = np.lib.format.open_memmap(partial, mode="w+", dtype=self.vectors_dtype,
-                                            shape=(len(self.names), dim))
-
-        def done(count: int) -> None:
-            out.flush()
-            state.write_text(json.dumps({"done": count}), encoding="utf-8")
-
-        self._encode_into(encode, out, start, progress, done)
-        out.flush()
-        del out
-        os.replace(partial, path)  # atomic: concurrent runs never read a half-written file
-        state.unlink(missing_ok=True)
-        return np.asarray(np.load(path, mmap_mode="r"), dtype=self.vectors_dtype)
+        names = self.names.names
+        dim = self._allocate(encode).shape[1]  # the width every cached chunk must have
+        cache = EmbeddingCache(self.embedding_cache, cache_key, len(names), self.vectors_dtype)
+        chunks = range(0, len(names), ENCODE_CHUNK)
+        with progress_bar(total=len(chunks), desc="Encoding names", unit=" chunks",
+                          disable=not progress or len(chunks) < 2) as bar:
+            embeddings, self.resumed_at = cached_embeddings(
+                cache, dim, ENCODE_CHUNK, lambda start, stop: encode(names[start:stop]),
+                on_chunk=lambda _: bar.update(1))
+        return np.asarray(embeddings, dtype=self.vectors_dtype)
 
     def _require(self) -> None:
         if not self.ready:

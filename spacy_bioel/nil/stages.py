@@ -80,14 +80,15 @@ class ThresholdNIL:
                 "calibration": list(self.calibration) if self.calibration else None}
 
     def set_params(self, **params: Any) -> None:
-        """threshold: None (NIL only without candidates) or a number >= 0 (above 1 or
-        inf: never NIL by score); calibration: [a, b], two finite numbers (E175 otherwise)."""
+        """threshold: None or inf (never NIL by score: NIL only without candidates) or a
+        number in [0, 1], the range of nil_score (above 1 would silently never be reached);
+        calibration: [a, b], two finite numbers (E175 otherwise)."""
         if "threshold" in params:
             value = params["threshold"]
             if value is None or (isinstance(value, float) and math.isinf(value)):
                 self.threshold = None
             else:
-                self.threshold = as_float("nil.threshold", value, 0)
+                self.threshold = as_float("nil.threshold", value, 0, 1)
         value = params.get("calibration")
         if value is not None:
             if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:

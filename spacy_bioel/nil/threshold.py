@@ -46,7 +46,7 @@ def calibrate_nil_threshold(nil_scores: Sequence[float], gold_nil: Sequence[bool
             best = result
             below = observed[position + 1] if position + 1 < len(observed) else None
     best["threshold"] = (best["threshold"] + below) / 2 if below is not None else \
-        best["threshold"] - 1e-6
+        max(0.0, best["threshold"] - 1e-6)  # nil_score and its thresholds lie in [0, 1]
     return best  # type: ignore[return-value]
 
 

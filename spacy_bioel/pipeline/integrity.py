@@ -6,9 +6,11 @@ re-create that part (re-save or retrain; copy the tokenizer files;
 
 When the component is saved as part of a pipeline (its parent folder has a
 meta.json that lists it), the manifest also covers the files spaCy wrote
-before it: `../config.cfg`, `../meta.json`, the tokenizer and the folders of
-the components before it (the vocab and the components after it are written
-later and are not covered). A changed one of these is E233. A pipeline whose
+before it: `../config.cfg`, the tokenizer and the folders of the components
+before it byte for byte, and `../meta.json` by the keys that shape the
+pipeline (`META_KEYS`: its language and components; `spacy package` rewrites
+the descriptive rest, name, version and requirements, when it builds a wheel).
+The vocab and the components after it are written later and are not covered. A changed one of these is E233. A pipeline whose
 cfg says a manifest was written and which has none is E232: deleting the
 manifest does not turn verification off."""
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from pathlib import Path
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, Optional
 
 import srsly
 
@@ -69,7 +71,21 @@ def pipeline_entries(path: Path) -> List[str]:
     return ["config.cfg", "meta.json", "tokenizer"] + order[:order.index(path.name)]
 
 
+# the meta.json keys the manifest covers (see the module docstring)
+META_KEYS = ("lang", "pipeline", "components", "disabled")
+
+
+def _meta_digest(path: Path) -> str:
+    meta = srsly.read_json(path)
+    if not isinstance(meta, dict):
+        raise ValueError("meta.json is not a JSON object")
+    shaping = {key: meta.get(key) for key in META_KEYS}
+    return hashlib.sha256(srsly.json_dumps(shaping, sort_keys=True).encode("utf-8")).hexdigest()
+
+
 def _listing(root: Path, prefix: str = "") -> Dict[str, Dict[str, object]]:
+    if prefix == "../meta.json/":
+        return {"../meta.json": {"keys": list(META_KEYS), "sha256": _meta_digest(root)}}
     if root.is_file():
         return {prefix.rstrip("/"): {"size": root.stat().st_size, "sha256": _sha256(root)}}
     return {prefix + p.relative_to(root).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
@@ -98,28 +114,40 @@ def verify_manifest(path: Path, skip: Iterable[str] = (), required: bool = False
         return
     try:
         files = srsly.read_json(path / MANIFEST)["files"]
-        entries = [(name, int(entry["size"]), str(entry["sha256"])) for name, entry in files.items()]
+        entries = [(name, int(entry.get("size", -1)), str(entry["sha256"]))
+                   for name, entry in files.items()]
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise damaged(path / MANIFEST, MANIFEST, f"unreadable: {type(err).__name__}: {err}")
     skip = set(skip)
-    around = pipeline_entries(path)
+    in_pipeline = (path.parent / "meta.json").is_file()  # not a component folder copied alone
     for name, size, digest in entries:
         outside = name.startswith("../")
         part = name.split("/")[0]
-        if part in skip:
+        if part in skip or (outside and not in_pipeline):
             continue
-        target = (path.parent / name[3:]) if outside else member(path, name, str(path / MANIFEST))
-        if outside and (name[3:].split("/")[0] not in around or ".." in name[3:].split("/")):
-            raise BioELError(Errors.E230.format(where=path / MANIFEST, name=name, folder=path.parent))
+        # a pipeline file around the component must still lie in the pipeline's folder
+        target = member(path.parent, name[3:], str(path / MANIFEST)) if outside else \
+            member(path, name, str(path / MANIFEST))
         if not target.is_file():
             raise BioELError(Errors.E156.format(path=target))
-        problem = (f"{target.stat().st_size} bytes, the manifest says {size}"
-                   if target.stat().st_size != size else
-                   "its SHA-256 differs from the manifest's" if _sha256(target) != digest else None)
+        if name == "../meta.json":
+            problem = _meta_problem(target, digest)
+        else:
+            problem = (f"{target.stat().st_size} bytes, the manifest says {size}"
+                       if target.stat().st_size != size else
+                       "its SHA-256 differs from the manifest's" if _sha256(target) != digest else None)
         if problem and outside:
             raise BioELError(Errors.E233.format(path=target, problem=problem, pipeline=path.parent))
         if problem:
             raise damaged(target, part, problem)
+
+
+def _meta_problem(path: Path, digest: str) -> Optional[str]:
+    try:
+        found = _meta_digest(path)
+    except (ValueError, TypeError) as err:
+        return f"not a JSON object: {type(err).__name__}"
+    return None if found == digest else f"its {', '.join(META_KEYS)} differ from the saved ones"
 
 
 def read_saved_cfg(path: Path, skip: Iterable[str] = ()) -> Dict[str, object]:

@@ -40,12 +40,35 @@ def load_pipeline(path: Union[str, Path]) -> Language:
 
     if Path(path).is_dir():
         check_tree(path)  # before spaCy reads config.cfg: no link out, no FIFO (E231)
+        _read_checked(Path(path) / "meta.json", _read_meta)
     config_path = Path(path) / "config.cfg"
     if config_path.exists():
-        old = flat_keys(load_config(config_path, interpolate=False))
+        old = flat_keys(_read_checked(config_path, lambda p: load_config(p, interpolate=False)))
         if old:
             raise BioELError(Errors.E174.format(path=path, keys=sorted(set(sum(old.values(), [])))))
     return spacy.load(path)
+
+
+def _read_meta(path: Path) -> dict:
+    import srsly
+
+    meta = srsly.read_json(path)
+    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) for k in ("lang", "version")):
+        raise ValueError("not a JSON object with 'lang' and 'version' strings")
+    return meta
+
+
+def _read_checked(path: Path, read):
+    """`read(path)`, any failure to parse it as E240 (a missing file is spaCy's to report)."""
+    if not path.exists():
+        return None
+    try:
+        return read(path)
+    except BioELError:
+        raise
+    except Exception as err:  # configparser, confection, JSON and decoding errors alike
+        raise BioELError(Errors.E240.format(path=path, problem=" ".join(
+            f"{type(err).__name__}: {err}".split())[:200]))
 
 
 def repair_pipeline(path: Union[str, Path], kb: Optional[KnowledgeBase] = None) -> Language:

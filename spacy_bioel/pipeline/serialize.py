@@ -26,7 +26,7 @@ from ..datastore.knn import DatastoreKNN
 from ..encoders.thinc_biencoder import is_built
 from ..errors import BioELError, Errors, Warnings, warn
 from ..kb.knowledge_base import KnowledgeBase
-from ..validation import as_bool, as_int
+from ..validation import MAX_BATCH, MAX_TOP_K, as_bool, as_int
 from ..files import member, replace_file, unlink_links
 from .integrity import MANIFEST, damaged, read_saved_cfg, write_manifest
 from .weights import DeferredModel, check_vocabulary, load_model
@@ -45,14 +45,14 @@ LEGACY_OPTIONS = {"use_knn": "ranker.use_knn", "knn_k": "ranker.knn_k",
 
 # prediction settings of the component and their checks (E175)
 SETTINGS: Dict[str, Callable[[Any], Any]] = {
-    "cache_size": lambda v: as_int("cache_size", v, 0),
+    "cache_size": lambda v: as_int("cache_size", v, 0, 10 ** 8),
     "cache_across_calls": lambda v: as_bool("cache_across_calls", v),
-    "top_k": lambda v: as_int("top_k", v, 1),
-    "context_window": lambda v: as_int("context_window", v, 0),
+    "top_k": lambda v: as_int("top_k", v, 1, MAX_TOP_K),
+    "context_window": lambda v: as_int("context_window", v, 0, 10 ** 6),
     "abbreviations": lambda v: as_bool("abbreviations", v),
     "nil_without_alnum": lambda v: as_bool("nil_without_alnum", v),
     "exact_shortcut": lambda v: as_bool("exact_shortcut", v),
-    "encode_batch_size": lambda v: as_int("encode_batch_size", v, 1)}
+    "encode_batch_size": lambda v: as_int("encode_batch_size", v, 1, MAX_BATCH)}
 
 
 def name_cache_key(linker: "BioELLinker", names: Optional[Sequence[str]] = None) -> str:
@@ -144,7 +144,7 @@ def from_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> "BioELLink
                  "stages": {"ranker": {k[len("knn_"):] if k.startswith("knn_beta") else k: saved[k]
                                        for k in ("use_knn", "knn_k", "knn_lambda", "knn_beta1",
                                                  "knn_beta2") if k in saved},
-                            "nil": {"threshold": saved.get("nil_threshold")}}}
+                            "nil": {"threshold": _legacy_threshold(saved.get("nil_threshold"))}}}
     _check_attrs(path, saved.get("encoder_attrs", {}), linker.model.attrs)
     for stage, params in saved.get("stages", {}).items():
         if hasattr(getattr(linker, stage, None), "set_params"):
@@ -179,6 +179,11 @@ def from_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> "BioELLink
     if "train_mentions" in parts:
         linker.train_mentions = _read(path / "train_mentions", "train_mentions", _read_mentions)
     return linker
+
+
+def _legacy_threshold(value: Any) -> Any:
+    """A v1 pipeline's nil_threshold: above 1 meant 'never NIL by score', now None."""
+    return None if isinstance(value, (int, float)) and value > 1 else value
 
 
 def _load_weights(linker: "BioELLinker", path: Path, dim: Optional[int], exclude) -> None:

@@ -15,7 +15,7 @@ from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.encoders.runtime import OnnxRuntime, TorchRuntime
 from spacy_bioel.encoders.thinc_biencoder import embed_texts
 from spacy_bioel.errors import BioELError
-from tests.utils import tiny_linker_config
+from tests.utils import drop_manifest, tiny_linker_config
 
 TEXTS = ["colon cancer", "heart attack", "Asthma", "a much longer mention of a disease", "x"]
 ONNX = {"@misc": "spacy-bioel.OnnxRuntime.v1"}
@@ -115,7 +115,7 @@ def test_a_damaged_onnx_file_is_named(tiny_bert_dir, tmp_path):
     with pytest.raises(BioELError, match="E176") as err:  # the manifest's checksum
         spacy.load(tmp_path / "p")
     assert str(graph) in str(err.value) and "repair-pipeline" in str(err.value)
-    (component / "manifest.json").unlink()  # as if saved without one: the file does not parse
+    drop_manifest(component)  # as if saved without one: the file does not parse
     with pytest.raises(BioELError, match="E176") as err:
         spacy.load(tmp_path / "p")
     assert str(graph) in str(err.value)

@@ -46,12 +46,13 @@ def test_encoding_is_chunked_and_resumes_after_an_interruption(tmp_path, monkeyp
     index.set_names(names)
     with pytest.raises(KeyboardInterrupt):
         index.refresh(interrupted, cache_key="k", progress=False)
-    state = json.loads((tmp_path / "names-k-f16.partial.json").read_text())
-    assert state == {"done": 20}
+    chunks = sorted(p.name.split("-")[0] for p in (tmp_path / "names-k-f16.chunks").iterdir())
+    assert chunks == ["000000000000", "000000000010"]  # two whole chunks, nothing half-written
     calls.clear()
     index.refresh(encode, cache_key="k", progress=False)
-    assert calls == [10, 10]  # only the chunks not yet encoded
+    assert calls[1:] == [10, 10] and index.resumed_at == 20  # only the chunks not yet encoded
     assert (tmp_path / "names-k-f16.npy").exists() and index.embeddings.dtype == np.float16
+    assert json.loads((tmp_path / "names-k-f16.npy.json").read_text())["shape"] == [40, 8]
     fresh = NameIndex(vectors_dtype="float16")
     fresh.set_names(names)
     fresh.refresh(encode, progress=False)  # no cache: everything in one go

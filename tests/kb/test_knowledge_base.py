@@ -137,3 +137,13 @@ def test_merge_refuses_overlapping_ids():
     b.add(Concept("X:1", "uno"))
     with pytest.raises(BioELError, match="E015"):
         KnowledgeBase.merge([a, b])
+
+
+@pytest.mark.parametrize("concept_id", ["", "   ", "NIL"])
+def test_an_empty_or_nil_concept_id_is_refused(concept_id):
+    from spacy_bioel.errors import KBFormatError
+
+    kb = KnowledgeBase()
+    with pytest.raises(KBFormatError) as err:
+        kb.add(Concept(concept_id, "asthma"), path="kb.tsv", line=3)
+    assert err.value.code == "E022" and "kb.tsv, line 3" in str(err.value)

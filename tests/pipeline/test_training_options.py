@@ -1,4 +1,7 @@
 """Negative sampling schemes, FGSM and every loss inside the component."""
+import hashlib
+import json
+
 import numpy as np
 import pytest
 import spacy
@@ -6,7 +9,7 @@ import torch
 from thinc.api import Adam
 
 from spacy_bioel import Concept, KnowledgeBase
-from spacy_bioel.errors import BioELError
+from spacy_bioel.errors import BioELError, BioELWarning
 from tests.utils import gold_examples
 
 TRAIN = [
@@ -187,6 +190,14 @@ def test_embedding_cache_for_a_frozen_concept_tower(tiny_bert_dir, tmp_path):
     files = list(tmp_path.glob("names-*.npy"))
     assert len(files) == 1 and not list(tmp_path.glob("*.tmp.npy"))
     np.save(files[0], np.load(files[0]) * 0 + 0.5)  # mark it: a hit must read this file
+    record_path = files[0].with_name(files[0].name + ".json")
+    record = json.loads(record_path.read_text())
+    with pytest.warns(BioELWarning, match="W011"):  # changed behind its record: encoded again
+        _, again, _ = build(tiny_bert_dir, model=frozen, index=cache)
+    assert not np.all(again.index.embeddings == 0.5)
+    np.save(files[0], np.load(files[0]) * 0 + 0.5)
+    record["sha256"] = hashlib.sha256(files[0].read_bytes()).hexdigest()  # as its writer would
+    record_path.write_text(json.dumps(record))
     _, second, _ = build(tiny_bert_dir, model=frozen, index=cache)
     assert np.all(second.index.embeddings == 0.5)
     # other encoder settings, another key

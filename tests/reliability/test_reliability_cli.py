@@ -1,5 +1,5 @@
 """`python -m spacy_bioel reliability` on a tiny saved pipeline: every count is
-written, and this package's own hostile runs find nothing."""
+written, and this package's own hostile runs (the edge cases included) find nothing."""
 import srsly
 from typer.testing import CliRunner
 
@@ -11,7 +11,8 @@ from .test_docs import build
 def test_reliability_command_writes_counts(tiny_bert_dir, tmp_path):
     build(tiny_bert_dir).to_disk(tmp_path / "pipeline")
     result = CliRunner().invoke(app, ["reliability", str(tmp_path / "out"), "--pipeline",
-                                      str(tmp_path / "pipeline"), "--docs", "30", "--flips", "1"])
+                                      str(tmp_path / "pipeline"), "--docs", "30", "--flips", "1",
+                                      "--edges-encoder", str(tiny_bert_dir)])
     assert result.exit_code == 0, result.output + repr(result.exception)
     report = srsly.read_json(tmp_path / "out" / "reliability.json")
     inputs, docs, files = report["malformed_inputs"], report["documents"], report["saved_files"]
@@ -20,4 +21,8 @@ def test_reliability_command_writes_counts(tiny_bert_dir, tmp_path):
     assert docs["crashes"] == docs["dropped_entities"] == docs["unknown_ids"] == 0
     assert docs["nondeterministic_docs"] == docs["n_process_mismatches"] == 0
     assert files["flips"] >= 8 and files["coded_error"] == files["flips"]
-    assert (tmp_path / "out" / "reliability.md").read_text().startswith("| check |")
+    edges = report["edges"]["all"]
+    assert edges["cases"] >= 45 and edges["coded"] + edges["clean"] == edges["cases"]
+    assert edges["crash"] == edges["silent_wrong"] == edges["hang"] == 0
+    page = (tmp_path / "out" / "reliability.md").read_text()
+    assert page.startswith("| check |") and "| edge | cases | coded | clean |" in page

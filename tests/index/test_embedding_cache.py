@@ -1,0 +1,112 @@
+"""The embedding cache trusts nothing it finds: damaged chunks, a cache of the
+wrong width or one changed behind its record are set aside (W011) and encoded
+again, and two writers on one entry both end with the same, whole result."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from spacy_bioel.errors import BioELWarning
+from spacy_bioel.index.embedding_cache import EmbeddingCache, cached_embeddings
+
+ROWS, DIM, SIZE = 25, 6, 10  # chunks of 10, 10 and 5 rows
+
+
+def vectors(start, stop, width=DIM):
+    return np.arange(start * width, stop * width, dtype=np.float32).reshape(stop - start, width) / 100
+
+
+def run(folder, calls=None, width=DIM, delay=0.0):
+    def encode(start, stop):
+        if calls is not None:
+            calls.append(start)
+        time.sleep(delay)
+        return vectors(start, stop, width)
+
+    cache = EmbeddingCache(folder, "k", ROWS, "float32")
+    return cached_embeddings(cache, width, SIZE, encode)
+
+
+def chunk_files(folder):
+    return sorted((folder / "names-k.chunks").iterdir())
+
+
+def interrupted(folder):
+    """Leave chunks 0 and 10 written, as a run killed in the third chunk does."""
+    cache = EmbeddingCache(folder, "k", ROWS, "float32")
+    for start in (0, 10):
+        cache.write_chunk(start, vectors(start, start + SIZE))
+
+
+def test_a_clean_resume_encodes_only_the_missing_chunk(tmp_path):
+    interrupted(tmp_path)
+    calls = []
+    embeddings, resumed = run(tmp_path, calls)
+    assert calls == [20] and resumed == 20 and np.array_equal(embeddings, vectors(0, ROWS))
+    assert not (tmp_path / "names-k.chunks").exists()
+    calls.clear()
+    again, resumed = run(tmp_path, calls)
+    assert calls == [] and resumed == ROWS and np.array_equal(again, vectors(0, ROWS))
+
+
+@pytest.mark.parametrize("damage", ["truncate", "zero-fill", "garbage name", "wrong width"])
+def test_a_damaged_chunk_is_encoded_again(tmp_path, damage):
+    interrupted(tmp_path)
+    first = chunk_files(tmp_path)[0]
+    if damage == "truncate":
+        first.write_bytes(first.read_bytes()[:60])
+    elif damage == "zero-fill":
+        data = first.read_bytes()
+        first.write_bytes(data[:128] + b"\0" * (len(data) - 128))  # the header kept, rows zeroed
+    elif damage == "garbage name":
+        (first.parent / "junk.npy").write_bytes(b"junk")
+    else:
+        first.unlink()
+        EmbeddingCache(tmp_path, "k", ROWS, "float32").write_chunk(0, vectors(0, SIZE, DIM + 1))
+    calls = []
+    with pytest.warns(BioELWarning, match="W011"):
+        embeddings, _ = run(tmp_path, calls)
+    assert np.array_equal(embeddings, vectors(0, ROWS))
+    assert 0 in calls or damage == "garbage name"
+
+
+@pytest.mark.parametrize("damage", ["width", "behind its record", "no record"])
+def test_a_bad_assembled_entry_is_encoded_again(tmp_path, damage):
+    run(tmp_path)
+    path = tmp_path / "names-k.npy"
+    if damage == "width":  # a cache of another width, its record consistent with it
+        run(tmp_path / "other", width=DIM + 2)
+        for suffix in ("", ".json"):
+            (tmp_path / f"names-k.npy{suffix}").write_bytes(
+                (tmp_path / "other" / f"names-k.npy{suffix}").read_bytes())
+    elif damage == "behind its record":
+        np.save(path, np.zeros((ROWS, DIM), dtype=np.float32))
+    else:
+        (tmp_path / "names-k.npy.json").unlink()
+    calls = []
+    with pytest.warns(BioELWarning, match="W011"):
+        embeddings, resumed = run(tmp_path, calls)
+    assert calls == [0, 10, 20] and resumed == 0
+    assert embeddings.shape == (ROWS, DIM) and np.array_equal(embeddings, vectors(0, ROWS))
+
+
+def test_two_writers_on_one_entry_both_get_the_whole_result(tmp_path):
+    results, errors = [], []
+
+    def writer():
+        try:
+            results.append(run(tmp_path, delay=0.05)[0])
+        except Exception as err:  # pragma: no cover - the failure this test guards against
+            errors.append(err)
+
+    threads = [threading.Thread(target=writer) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and len(results) == 2
+    assert all(np.array_equal(r, vectors(0, ROWS)) for r in results)
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name not in ("names-k.npy", "names-k.npy.json",
+                                                                     "names-k.lock")]
+    assert leftovers == []
