@@ -87,6 +87,17 @@ class PinnedFile:
             pass
 
 
+def sha256_of(path: Union[str, Path]) -> str:
+    """RETURNS (str): the hex SHA-256 of a file's bytes, read in blocks."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def member(folder: Union[str, Path], name: str, where: str = "<payload>") -> Path:
     """`folder / name` for a relative, forward-slash `name` that stays inside
     `folder` without passing through a symbolic link; E230 otherwise.
@@ -164,4 +175,4 @@ def check_tree(folder: Union[str, Path], names: Union[None, List[str]] = None) -
                     raise BioELError(Errors.E231.format(path=path, kind=_kind(mode)))
 
 
-__all__ = ["replace_file", "PinnedFile", "member", "unlink_links", "check_tree"]
+__all__ = ["replace_file", "PinnedFile", "member", "unlink_links", "check_tree", "sha256_of"]

@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from ._app import app, setup_logging, split_csv, write_json
+from ._app import app, main, setup_logging, split_csv, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def reliability(
 
     setup_logging(verbose)
     with tempfile.TemporaryDirectory() as tmp:
-        edges = run_cases(Path(tmp), resolve_model_path(edges_encoder or DEFAULT_ENCODER),
+        edges = run_cases(Path(tmp), resolve_model_path(edges_encoder or DEFAULT_ENCODER), main,
                           None if only in (None, "all") else split_csv(only))
     write_json(output_dir / "edges.json", edges)
     typer.echo(edges_table(edges))

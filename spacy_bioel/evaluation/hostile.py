@@ -49,10 +49,12 @@ class Workspace:
 
     root (Path): The scratch folder.
     encoder (str): The linker's encoder (a local model folder).
+    main (Callable[[List[str]], None]): The command line's entry point
+        (`spacy_bioel.cli._app.main`; passed in: the CLI is a layer above this one).
     """
 
-    def __init__(self, root: Path, encoder: str) -> None:
-        self.root, self.encoder = Path(root), encoder
+    def __init__(self, root: Path, encoder: str, main: Callable[[List[str]], None]) -> None:
+        self.root, self.encoder, self.main = Path(root), encoder, main
         self.pipeline = self.root / "pipeline"
         self._counter = 0
         if not self.pipeline.exists():
@@ -87,12 +89,10 @@ class Workspace:
         return target
 
 
-def cli(*args: Any) -> Tuple[int, str, str]:
+def cli(main: Callable[[List[str]], None], *args: Any) -> Tuple[int, str, str]:
     """Run `python -m spacy_bioel ARGS` in this process as a user's shell would
     (`main`): RETURNS (exit code, stdout, stderr). An exception that `main` lets
     through (a traceback for the user) propagates."""
-    from ..cli._app import main
-
     out, err = io.StringIO(), io.StringIO()
     code = 0
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -111,10 +111,10 @@ class Coded(Exception):
         self.code = code
 
 
-def cli_expect(*args: Any) -> str:
+def cli_expect(ws: Workspace, *args: Any) -> str:
     """Run the command; raise `Coded` when it printed 'Error: [Exxx] ...' and
     exited 1, else RETURNS its stdout (a non-zero exit without a coded line is a crash)."""
-    code, out, err = cli(*args)
+    code, out, err = cli(ws.main, *args)
     lines = [line for line in err.splitlines() if line.startswith("Error: [E")]
     if code == 1 and lines:
         raise Coded(lines[0][8:12], lines[0])
@@ -366,7 +366,7 @@ factory = "bioel_linker"
 @architectures = "spacy-bioel.BiEncoder.v1"
 encoder = "{ws.encoder}"
 """)
-    cli_expect("init-pipeline", config, config.parent / "out", *overrides)
+    cli_expect(ws, "init-pipeline", config, config.parent / "out", *overrides)
     return "init-pipeline accepted an invalid config"
 
 
@@ -396,7 +396,7 @@ def _link_corpus(ws: Workspace, inputs: Callable[[Path], Any], *options: str,
     output = folder / "out"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cli_expect("link-corpus", ws.pipeline, source, output, "--report", report, *options)
+        cli_expect(ws, "link-corpus", ws.pipeline, source, output, "--report", report, *options)
     result = json.loads(report.read_text())
     return check(result, read_outputs(output), folder) if check else None
 
@@ -441,7 +441,7 @@ def _in_place(ws: Workspace) -> Optional[str]:
     folder = ws.folder("inplace")
     _write_jsonl(folder / "part-0.jsonl", _rows(3, "x"))
     try:
-        cli_expect("link-corpus", ws.pipeline, folder, folder, "--overwrite")
+        cli_expect(ws, "link-corpus", ws.pipeline, folder, folder, "--overwrite")
     finally:
         if not (folder / "part-0.jsonl").exists():
             return "the input was deleted"
@@ -470,7 +470,7 @@ def _ray_coded(ws: Workspace) -> Optional[str]:
     folder = ws.folder("ray")
     _write_jsonl(folder / "a.jsonl", [{"id": "a", "text": TEXT, "entities": [[0, 99, "D"]]}])
     try:
-        cli_expect("link-corpus", ws.pipeline, folder / "a.jsonl", folder / "out", "--engine", "ray",
+        cli_expect(ws, "link-corpus", ws.pipeline, folder / "a.jsonl", folder / "out", "--engine", "ray",
                    "--num-workers", "1", "--strict")
     finally:
         ray.shutdown()
@@ -648,14 +648,16 @@ def classify(case: Case, ws: Workspace) -> Tuple[str, str]:
     return "crash", f"{type(error).__name__}: {str(error)[:300]}"
 
 
-def run_cases(root: Path, encoder: str, only: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
-    """Every case (or those whose name holds one of `only`) in a workspace under `root`.
+def run_cases(root: Path, encoder: str, main: Callable[[List[str]], None],
+              only: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
+    """Every case (or those whose name holds one of `only`) in a workspace under `root`
+    (`main`: the command line's entry point, see `Workspace`).
     RETURNS (List[Dict[str, Any]]): a row per case: group, name, expect, outcome, detail."""
     import logging
 
     from ..progress import progress_bar
 
-    ws = Workspace(root, encoder)
+    ws = Workspace(root, encoder, main)
     rows = []
     selected = [c for c in cases() if not only or any(o in c.name for o in only)]
     quiet = logging.getLogger("spacy_bioel")

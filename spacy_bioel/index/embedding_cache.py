@@ -21,7 +21,6 @@ other.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -34,18 +33,10 @@ from typing import Callable, Dict, Iterator, Optional, Tuple
 import numpy as np
 
 from ..errors import BioELError, Errors, Warnings, warn
-from ..files import replace_file
+from ..files import replace_file, sha256_of
 
 logger = logging.getLogger(__name__)
 CHUNK_NAME = re.compile(r"^(\d{12})-(\d+)-([0-9a-f]{16})\.npy$")
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class EmbeddingCache:
@@ -88,7 +79,7 @@ class EmbeddingCache:
         if shape != (self.rows, dim) or dtype != self.dtype.name:
             return f"shape {list(shape)} {dtype}, expected [{self.rows}, {dim}] {self.dtype.name}"
         problem = self._check_array(self.path, (self.rows, dim))
-        if problem is None and _sha256(self.path) != digest:
+        if problem is None and sha256_of(self.path) != digest:
             problem = "its SHA-256 differs from its record's"
         return problem
 
@@ -122,7 +113,7 @@ class EmbeddingCache:
                 bad.append((path, f"rows {start}+{rows} do not fit chunks of {size}"))
                 continue
             problem = self._check_array(path, (rows, dim))
-            if problem is None and not _sha256(path).startswith(match.group(3)):
+            if problem is None and not sha256_of(path).startswith(match.group(3)):
                 problem = "its SHA-256 differs from its name's"
             if problem is not None:
                 bad.append((path, problem))
@@ -143,7 +134,7 @@ class EmbeddingCache:
         try:
             with open(partial, "wb") as handle:
                 np.save(handle, array, allow_pickle=False)
-            digest = _sha256(partial)[:16]
+            digest = sha256_of(partial)[:16]
             target = self.chunks / f"{start:012d}-{len(array)}-{digest}.npy"
             os.replace(partial, target)
         finally:
@@ -164,7 +155,7 @@ class EmbeddingCache:
             out.flush()
             del out
             record = {"shape": [self.rows, dim], "dtype": self.dtype.name,
-                      "sha256": _sha256(partial)}
+                      "sha256": sha256_of(partial)}
             replace_file(self.record, lambda p: p.write_text(json.dumps(record), encoding="utf-8"))
             os.replace(partial, self.path)
         finally:

@@ -23,7 +23,7 @@ from typing import Dict, Iterable, List, Optional
 import srsly
 
 from ..errors import BioELError, Errors
-from ..files import check_tree, member, replace_file
+from ..files import check_tree, member, replace_file, sha256_of
 
 logger = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
@@ -87,8 +87,8 @@ def _listing(root: Path, prefix: str = "") -> Dict[str, Dict[str, object]]:
     if prefix == "../meta.json/":
         return {"../meta.json": {"keys": list(META_KEYS), "sha256": _meta_digest(root)}}
     if root.is_file():
-        return {prefix.rstrip("/"): {"size": root.stat().st_size, "sha256": _sha256(root)}}
-    return {prefix + p.relative_to(root).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
+        return {prefix.rstrip("/"): {"size": root.stat().st_size, "sha256": sha256_of(root)}}
+    return {prefix + p.relative_to(root).as_posix(): {"size": p.stat().st_size, "sha256": sha256_of(p)}
             for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()
             and not (prefix == "" and p.relative_to(root).as_posix() == MANIFEST)}
 
@@ -135,7 +135,7 @@ def verify_manifest(path: Path, skip: Iterable[str] = (), required: bool = False
         else:
             problem = (f"{target.stat().st_size} bytes, the manifest says {size}"
                        if target.stat().st_size != size else
-                       "its SHA-256 differs from the manifest's" if _sha256(target) != digest else None)
+                       "its SHA-256 differs from the manifest's" if sha256_of(target) != digest else None)
         if problem and outside:
             raise BioELError(Errors.E233.format(path=target, problem=problem, pipeline=path.parent))
         if problem:
@@ -168,14 +168,6 @@ def read_saved_cfg(path: Path, skip: Iterable[str] = ()) -> Dict[str, object]:
         raise damaged(path / "cfg", "cfg", f"not a JSON object: {err}")
     verify_manifest(path, skip=skip, required=saved.get("manifest") is True)
     return saved
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 __all__ = ["MANIFEST", "write_manifest", "verify_manifest", "pipeline_entries", "read_saved_cfg",

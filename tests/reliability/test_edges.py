@@ -12,7 +12,9 @@ CASES = {f"{c.group}: {c.name}": c for c in cases()}
 
 @pytest.fixture(scope="module")
 def workspace(tiny_bert_dir, tmp_path_factory):
-    return Workspace(tmp_path_factory.mktemp("edges"), str(tiny_bert_dir))
+    from spacy_bioel.cli._app import main
+
+    return Workspace(tmp_path_factory.mktemp("edges"), str(tiny_bert_dir), main)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
