@@ -684,6 +684,8 @@ def summarize(rows: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
             counts = out.setdefault(group, {"cases": 0, **{o: 0 for o in OUTCOMES}})
             counts["cases"] += 1
             counts[row["outcome"]] += 1
+    if "all" in out:
+        out["all"] = out.pop("all")  # the total last
     return out
 
 
