@@ -82,8 +82,7 @@ def test_train_evaluate_package_doors(tmp_path, tiny_bert_dir):
 
 def test_gpu_id_without_cuda_gives_spacys_error(tmp_path):
     """The announced `python -m spacy train configs/linker.cfg --gpu-id 0` on a machine
-    without CUDA stops at once with spaCy's (thinc's) error; the README points to
-    configs/linker_cpu.cfg for such machines."""
+    without CUDA stops at once with spaCy's (thinc's) error."""
     import torch
 
     if torch.cuda.is_available():
@@ -92,4 +91,3 @@ def test_gpu_id_without_cuda_gives_spacys_error(tmp_path):
                              "--gpu-id", "0", "--paths.train", "x", "--paths.dev", "y",
                              "--paths.kb", "z"], capture_output=True, text=True, timeout=300)
     assert result.returncode != 0 and "Cannot use GPU" in result.stderr
-    assert "configs/linker_cpu.cfg" in (REPO_ROOT / "README.md").read_text()

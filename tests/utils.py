@@ -138,3 +138,18 @@ def drop_manifest(component: Path) -> None:
     cfg = srsly.read_json(component / "cfg")
     cfg.pop("manifest", None)
     srsly.write_json(component / "cfg", cfg)
+
+
+def needs(module: str, extra: str):
+    """A skip marker for a test of an optional extra: it skips, with the extra to
+    install, where `module` cannot be imported (the core tests never need it)."""
+    import importlib.util
+
+    import pytest
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    return pytest.mark.skipif(not found, reason=f"{module} is not installed (pip install "
+                                                f"'spacy-bioel[{extra}]')")

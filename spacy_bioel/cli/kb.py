@@ -68,8 +68,9 @@ def kb_merge(
     label_untyped: bool = typer.Option(True, "--label-untyped/--keep-untyped", help="Give concepts without types their source KB's name as type"),
     verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
-    """Merge KBs (e.g. DOID + HP) into one, keeping each concept's types (OBO
-    namespace, UMLS TUI, ...) so a semantic-type filter can restrict candidates."""
+    """Merge KBs with disjoint ids into one, such as DOID and HP, keeping each
+    concept's types (OBO namespace, UMLS TUI, ...) so that a semantic-type filter
+    can restrict candidates."""
     from collections import Counter
 
     from ..kb.knowledge_base import KnowledgeBase

@@ -17,6 +17,7 @@ SAMPLE_TEXT = (
     "[type II diabetes] and [heart attack] were recorded as comorbidities."
 )
 DEFAULT_KB = EMBEDDED_KBS["doid"]
+DEFAULT_KB_HANDLE = "embedded:doid"  # shown in --help, resolved by KnowledgeBase.from_disk
 
 
 def _is_package(name: str) -> bool:
@@ -29,7 +30,8 @@ def _is_package(name: str) -> bool:
 @app.command("link")
 def link(
     text: str = typer.Argument(SAMPLE_TEXT, help="Text whose mentions are in [brackets] (without: the NER of a --linker pipeline finds them)"),
-    kb_path: Path = typer.Option(DEFAULT_KB, "--kb", help="KB file, or embedded:doid (the default: the embedded Disease Ontology KB)"),
+    kb_path: str = typer.Option(DEFAULT_KB_HANDLE, "--kb", help="KB file, or embedded:doid (the Disease Ontology KB shipped in the package)"),
+    label: str = typer.Option("Disease", "--label", help="Entity label of the [bracketed] mentions (as in the corpora and the visualize page)"),
     linker: str = typer.Option("bioel", "--linker", help="bioel (bioel_linker, embedded MiniLM or --encoder) | a trained pipeline directory or installed package | tfidf | exact"),
     encoder: str = typer.Option("embedded:all-MiniLM-L6-v2", "--encoder", help="bioel: encoder directory or hub name"),
     top: int = typer.Option(3, "--top", help="Candidates shown per mention"),
@@ -55,7 +57,7 @@ def link(
     kb = KnowledgeBase.from_disk(kb_path)
     nlp = spacy.blank("en")
     doc = tokens_aligned_to(nlp, plain, [b for s in spans for b in s])
-    doc.ents = [doc.char_span(s, e, label="MENTION") for s, e in spans]
+    doc.ents = [doc.char_span(s, e, label=label) for s, e in spans]
     if linker in ("exact", "tfidf"):
         if linker == "exact":
             from ..index.exact import ExactMatchCandidates

@@ -28,7 +28,7 @@ import spacy
 nlp = spacy.load(sys.argv[1])
 text, mentions = sys.argv[2], json.loads(sys.argv[3])
 doc = nlp.make_doc(text)
-doc.ents = [doc.char_span(text.index(m), text.index(m) + len(m), "MENTION") for m in mentions]
+doc.ents = [doc.char_span(text.index(m), text.index(m) + len(m), "Disease") for m in mentions]
 pathlib.Path(sys.argv[4]).write_text(json.dumps([[e.text, e.kb_id_] for e in nlp(doc).ents]))
 """
 

@@ -36,7 +36,7 @@ def preview(text: str, size: int = 60) -> str:
     return text if len(text) <= size else text[:size - 3] + "..."
 
 
-def bracketed_doc(nlp: Language, text: str, label: str = "MENTION") -> Doc:
+def bracketed_doc(nlp: Language, text: str, label: str = "Disease") -> Doc:
     """An unprocessed Doc of `text` without its brackets, the bracketed mentions
     as its entities (tokens cut at their edges); E198 when there is none."""
     from ..corpora.documents import tokens_aligned_to

@@ -40,7 +40,7 @@ def test_package_builds_a_wheel_that_links_offline(trained_dir, tmp_path):
     assert result.exit_code == 0, (result.output, result.exception)
     report = json.loads((tmp_path / "report.json").read_text())
     wheel = tmp_path / "out" / "en_toy_linker-0.0.1" / "dist" / "en_toy_linker-0.0.1-py3-none-any.whl"
-    assert report["wheel"] == str(wheel) and wheel.is_file() and report["wheel_mb"] >= 0
+    assert report["wheel"] == str(wheel) and wheel.is_file() and report["wheel_mb"] == round(wheel.stat().st_size / 1e6, 1)
     parts = {row["part"] for row in report["parts"]}
     assert {"encoder weights", "name index vectors", "knowledge base"} <= parts
     assert report["dominated_by"] == report["parts"][0]["part"]

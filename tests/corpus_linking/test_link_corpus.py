@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from spacy_bioel.cli import app
 from spacy_bioel.corpus_linking.records import iter_shard, read_outputs, shard_chunks
 
-from ..utils import save_linker_pipeline
+from ..utils import needs, save_linker_pipeline
 
 NAMES = [("D1", "colorectal carcinoma"), ("D2", "myocardial infarction"), ("D3", "hepatoblastoma"),
          ("D4", "familial adenomatous polyposis")]
@@ -135,6 +135,7 @@ def test_ray_engine_equals_local_and_survives_a_killed_worker(tmp_path, pipeline
             assert x["prob"] == pytest.approx(y["prob"], abs=1e-4)
 
 
+@needs("matplotlib", "plots")
 def test_bench_corpus_and_output_comparison(tmp_path, pipeline_dir):
     from spacy_bioel.corpus_linking.bench import bench_figure, build_corpus, same_output
 

@@ -15,7 +15,9 @@ from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.encoders.runtime import OnnxRuntime, TorchRuntime
 from spacy_bioel.encoders.thinc_biencoder import embed_texts
 from spacy_bioel.errors import BioELError
-from tests.utils import drop_manifest, tiny_linker_config
+from tests.utils import drop_manifest, needs, tiny_linker_config
+
+ONNX_EXTRA = needs("onnxruntime", "onnx")
 
 TEXTS = ["colon cancer", "heart attack", "Asthma", "a much longer mention of a disease", "x"]
 ONNX = {"@misc": "spacy-bioel.OnnxRuntime.v1"}
@@ -46,6 +48,7 @@ def links(nlp):
     return out
 
 
+@ONNX_EXTRA
 def test_onnx_reproduces_the_torch_mention_tower(tiny_bert_dir):
     nlp = build(tiny_bert_dir)
     linker = nlp.get_pipe("bioel_linker")
@@ -58,6 +61,7 @@ def test_onnx_reproduces_the_torch_mention_tower(tiny_bert_dir):
         assert cosine.min() > 0.9
 
 
+@ONNX_EXTRA
 def test_the_concept_tower_exports_too(tiny_bert_dir):
     """`tower="concept"` (benchmark-index --encode-with onnx) encodes with the
     concept tower, not the mention tower, when the two differ."""
@@ -85,6 +89,7 @@ def test_the_concept_tower_exports_too(tiny_bert_dir):
     assert cosine.min() > 0.9
 
 
+@ONNX_EXTRA
 def test_a_saved_onnx_pipeline_predicts_without_the_torch_module(tiny_bert_dir, tmp_path):
     nlp = build(tiny_bert_dir)
     want = links(nlp)
@@ -106,6 +111,7 @@ def test_a_saved_onnx_pipeline_predicts_without_the_torch_module(tiny_bert_dir, 
     assert links(again) == want
 
 
+@ONNX_EXTRA
 def test_a_damaged_onnx_file_is_named(tiny_bert_dir, tmp_path):
     nlp = build(tiny_bert_dir)
     nlp.to_disk(tmp_path / "p")
@@ -121,6 +127,7 @@ def test_a_damaged_onnx_file_is_named(tiny_bert_dir, tmp_path):
     assert str(graph) in str(err.value)
 
 
+@ONNX_EXTRA
 def test_a_pipeline_from_bytes_reopens_its_graph_after_the_files_are_gone(tiny_bert_dir):
     nlp = build(tiny_bert_dir)
     want = links(nlp)
@@ -169,6 +176,7 @@ NO_TORCH = textwrap.dedent("""
 """)
 
 
+@ONNX_EXTRA
 def test_an_onnx_pipeline_predicts_where_pytorch_is_not_installed(tiny_bert_dir, tmp_path):
     nlp = build(tiny_bert_dir)
     want = links(nlp)

@@ -5,6 +5,7 @@ import numpy as np
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.evaluation.scale import benchmark_index, exact_top, recall, table
 from spacy_bioel.index.names import NameTable
+from tests.utils import needs
 
 
 def random_kb(rng, n_concepts=120):
@@ -46,6 +47,7 @@ def test_the_report_of_a_small_index():
     assert recall([[1, 2], [3]], [[2, 5], [3]]) == 0.75
 
 
+@needs("onnxruntime", "onnx")
 def test_names_encoded_with_onnx_are_cached_under_their_own_key(tiny_bert_dir, tmp_path):
     import spacy
 

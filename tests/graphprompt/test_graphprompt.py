@@ -190,7 +190,26 @@ def test_graph_terms_train(tiny_bert_dir):
     assert np.mean([h["bioel_linker_Lp"] for h in history[-5:]]) < \
         0.6 * np.mean([h["bioel_linker_Lp"] for h in history[:5]])
     loss = nlp.get_pipe("bioel_linker").loss.module
-    assert loss.templates.paths and loss.counts["templates_truncated"] >= 0
+    assert loss.templates.paths and "templates_truncated" in loss.counts  # every batch is checked
+
+
+def test_templates_whose_mask_is_cut_off_are_dropped_and_counted(tiny_bert_dir):
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from spacy.util import registry
+
+    from spacy_bioel.training.graph_step import _fitting
+
+    model = registry.resolve({"m": {"@architectures": "spacy-bioel.BiEncoder.v1",
+                                    "encoder": str(tiny_bert_dir), "max_length": 8}})["m"]
+    model.initialize()
+    loss = SimpleNamespace(counts=Counter())
+    short = ("a [MASK] b", [0])
+    long = (" ".join(["word"] * 20) + " [MASK]", [1])  # its mask lies past 8 tokens
+    two = ("[MASK] and [MASK]", [2, 3])
+    assert _fitting(model, [short, long, two], loss) == [short, two]
+    assert loss.counts["templates_truncated"] == 1
 
 
 def test_graph_prompt_refuses_fgsm(tiny_bert_dir):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.errors import BioELError
-from tests.utils import tiny_linker_config
+from tests.utils import needs, tiny_linker_config
 
 ODD = ["\x00", "\u200b", "\u200d", "\ufeff", "😀", "\u0301", "\u202e", "\t", "\n", " ", "…", "-",
        "(", ")", "²", "ß", "İ", "\ud7ff", "ﬁ"]
@@ -120,7 +120,8 @@ N_PROCESS_SCRIPT = textwrap.dedent("""
 
 @pytest.mark.parametrize("settings", [
     {}, {"cache_across_calls": True, "shortcut": {"@misc": "spacy-bioel.ExactShortcut.v1"}},
-    {"runtime": {"@misc": "spacy-bioel.OnnxRuntime.v1", "quantize": "int8"}}],
+    pytest.param({"runtime": {"@misc": "spacy-bioel.OnnxRuntime.v1", "quantize": "int8"}},
+                 marks=needs("onnxruntime", "onnx"))],
     ids=["default", "cache-and-shortcut", "onnx-int8"])
 def test_n_process_2_matches_n_process_1_with_default_threads(tiny_bert_dir, tmp_path, settings):
     import json
