@@ -6,8 +6,6 @@ reuse a retired code for another meaning.
 from __future__ import annotations
 
 import warnings
-from typing import Union
-from pathlib import Path
 
 
 class ErrorsWithCodes(type):
@@ -88,9 +86,7 @@ class Errors(metaclass=ErrorsWithCodes):
             "or the CLI argument).")
     E009 = ("{path}: UMLS directory must contain MRCONSO.RRF (found: {found}). Point "
             "the loader at the META directory of a UMLS release.")
-    E010 = ("{path}, line {line}: alternate id '{alt_id}' of concept '{concept_id}' "
-            "is already the primary id of concept '{owner}'. Fix the vocabulary or "
-            "load with on_conflict='skip'.")
+    # E010: retired (alternate-id conflicts are counted and reported, never raised)
     E011 = ("{path}: cannot parse OBO file (line {line}): {problem}. Fix the stanza "
             "or re-download the ontology release.")
     E012 = ("{path}: no concept was loaded. Check the format and the filters "
@@ -390,9 +386,5 @@ class BioELWarning(UserWarning):
     """Warnings from spacy-bioel; the message starts with its code."""
 
 
-def display_path(path: Union[str, Path, None]) -> str:
-    return "<input>" if path is None else str(path)
-
-
 __all__ = ["Errors", "Warnings", "BioELError", "KBFormatError", "CorpusFormatError",
-           "BioELWarning", "warn", "display_path"]
+           "BioELWarning", "warn"]

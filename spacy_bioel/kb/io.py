@@ -120,8 +120,4 @@ def read_text(path: Union[str, Path], encoding: Optional[str] = None) -> str:
     return "".join(line + "\n" for _, line in iter_lines(path, encoding))
 
 
-def file_size(path: Union[str, Path]) -> int:
-    return Path(path).stat().st_size
-
-
-__all__ = ["check_file", "open_binary", "detect_bom", "iter_lines", "read_text", "file_size"]
+__all__ = ["check_file", "open_binary", "detect_bom", "iter_lines", "read_text"]
