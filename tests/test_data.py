@@ -145,6 +145,7 @@ def test_askapatient_rows(data_root):
 def test_ncbi_workflow_end_to_end(data_root, tmp_path):
     """`spacy project run ncbi` from a copy of project.yml writes stats and baseline metrics."""
     shutil.copy(REPO_ROOT / "project.yml", tmp_path / "project.yml")
+    (tmp_path / "bench").symlink_to(REPO_ROOT / "bench")  # the lab, as in a checkout
     result = subprocess.run(
         [sys.executable, "-m", "spacy", "project", "run", "ncbi", str(tmp_path),
          f"--vars.data_root={data_root}", "--vars.bootstrap=100"],

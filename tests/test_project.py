@@ -91,3 +91,37 @@ def test_gpu_id_without_cuda_gives_spacys_error(tmp_path):
                              "--gpu-id", "0", "--paths.train", "x", "--paths.dev", "y",
                              "--paths.kb", "z"], capture_output=True, text=True, timeout=300)
     assert result.returncode != 0 and "Cannot use GPU" in result.stderr
+
+
+def _commands(typer_app):
+    """Top-level command names and group/sub pairs of a Typer app."""
+    import typer.main
+
+    group = typer.main.get_command(typer_app)
+    names = set()
+    for name, command in group.commands.items():
+        names.add(name)
+        for sub in getattr(command, "commands", {}) or {}:
+            names.add(f"{name} {sub}")
+    return names
+
+
+def test_every_project_command_names_a_registered_command():
+    """project.yml calls the library (`python -m spacy_bioel`) and the lab (`python -m
+    bench`); each command it names exists in that entry point, and the user CLI holds
+    no lab command."""
+    import re
+
+    from bench.cli import app as lab_app
+    from spacy_bioel.cli import app
+
+    known = {"spacy_bioel": _commands(app), "bench": _commands(lab_app)}
+    text = (REPO_ROOT / "project.yml").read_text(encoding="utf-8")
+    called = set(re.findall(r"python -m (spacy_bioel|bench) ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?", text))
+    assert called
+    missing = [f"{entry} {cmd}" for entry, cmd, sub in called
+               if cmd not in known[entry] and f"{cmd} {sub}" not in known[entry]]
+    assert not missing, missing
+    assert not known["spacy_bioel"] & {"table", "seeds-table", "ablate", "benchmark", "reliability",
+                                       "side-by-side", "pretrain-table", "compare", "biofeg"}
+    assert len([c for c in known["spacy_bioel"] if " " not in c]) <= 17  # help fits one screen

@@ -13,10 +13,10 @@ import typer
 app = typer.Typer(name="spacy_bioel", add_completion=False, no_args_is_help=True,
                   rich_markup_mode=None,  # help texts hold [brackets]: print them as written
                   help="spacy-bioel: biomedical entity linking for spaCy. Link mentions to a "
-                       "knowledge base (link), tune and evaluate trained linkers (tune, "
-                       "evaluate, compare, benchmark), build KBs (kb) and corpora (convert), and run "
-                       "training-side methods (pretrain-encoder, biofeg). Training itself is "
-                       "'python -m spacy train CONFIG' or 'spacy project run train'.")
+                       "knowledge base (link, link-corpus, visualize), build KBs (kb) and corpora "
+                       "(convert, prepare), tune, evaluate, package and maintain trained pipelines. "
+                       "Training itself is 'python -m spacy train CONFIG' or 'spacy project run "
+                       "train'; the lab's measurements are 'python -m bench' in a checkout.")
 kb_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Build and inspect knowledge bases.")
 app.add_typer(kb_app, name="kb")
 
@@ -53,6 +53,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     error, or an OS error on a file the user named, prints as one message on
     stderr with exit code 1; `--verbose` / `-V` shows the traceback as well.
     Anything else is a bug and keeps its traceback."""
+    run_app(app, argv, "python -m spacy_bioel")
+
+
+def run_app(typer_app: typer.Typer, argv: Optional[List[str]], prog_name: str) -> None:
+    """Run `typer_app` with `main`'s error handling (the lab's CLI shares it)."""
     import sys
 
     from confection import ConfigValidationError
@@ -61,7 +66,7 @@ def main(argv: Optional[List[str]] = None) -> None:
 
     args = sys.argv[1:] if argv is None else list(argv)
     try:
-        app(args=args, prog_name="python -m spacy_bioel")
+        typer_app(args=args, prog_name=prog_name)
     except (BioELError, OSError, ConfigValidationError) as err:
         if "--verbose" in args or "-V" in args:
             raise

@@ -113,36 +113,3 @@ def write_corpus(output_dir: Path, outputs: Dict[str, list], reports: Dict[str, 
         if skipped:
             typer.echo(f"  {out_name}: reported {skipped}")
 
-
-@app.command("nil-split")
-def nil_split(
-    kb_path: Path = typer.Argument(..., help="The full KB"),
-    splits: List[Path] = typer.Argument(..., help="Split DocBins (train.spacy dev.spacy test.spacy)"),
-    output_dir: Path = typer.Argument(..., help="Where to write the NIL splits and kb.bioelkb"),
-    fraction: float = typer.Option(0.1, "--fraction", help="Share of the corpus' concepts held out"),
-    seed: int = typer.Option(0, "--seed"),
-    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
-) -> None:
-    """Make NIL test sets: hold out a seeded share of the concepts, drop them from
-    the KB, and relabel their mentions NIL (in every split given)."""
-    setup_logging(verbose)
-    from spacy.tokens import DocBin
-
-    from ..corpora.nil_split import make_nil_splits
-    from ..kb.knowledge_base import KnowledgeBase
-    from ._app import read_docs
-
-    kb = KnowledgeBase.from_disk(kb_path)
-    by_split = {p.name.split(".")[0]: read_docs([p]) for p in splits}
-    reduced, relabelled, report = make_nil_splits(kb, by_split, fraction=fraction, seed=seed)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    reduced.to_disk(output_dir / "kb.bioelkb")
-    for name, docs in relabelled.items():
-        DocBin(docs=docs, store_user_data=True).to_disk(output_dir / f"{name}.spacy")
-    write_json(output_dir / "nil_report.json", report.to_dict())
-    heldout = sorted(set(kb.concept_ids) - set(reduced.concept_ids))
-    # the ids a pre-training run must not see (pretrain-encoder --exclude-concepts)
-    (output_dir / "heldout_concepts.txt").write_text("".join(f"{c}\n" for c in heldout),
-                                                     encoding="utf-8")
-    typer.echo(f"{len(heldout)} concepts held out (heldout_concepts.txt); "
-               f"{dict(report.counts)}")

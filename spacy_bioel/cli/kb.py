@@ -96,26 +96,3 @@ def kb_stats(
     typer.echo(f"{kb!r}")
     typer.echo(json.dumps(kb.stats(), indent=2))
 
-
-@kb_app.command("synth")
-def kb_synth(
-    inputs: List[Path] = typer.Argument(..., help="Real KB files (.bioelkb) whose names seed the synthetic KB"),
-    output: Path = typer.Argument(..., help="The synthetic KB file (.bioelkb)"),
-    names: int = typer.Option(3_000_000, "--names", help="Distinct (concept, name) pairs to generate"),
-    seed: int = typer.Option(0, "--seed"),
-    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
-) -> None:
-    """Grow a KB of real names to UMLS scale (qualified concepts and surface
-    variants of every name) for index scale tests; see spacy_bioel.kb.synthetic."""
-    from ..kb.knowledge_base import KnowledgeBase
-    from ..kb.synthetic import synthetic_kb
-    from ..validation import as_int
-
-    setup_logging(verbose)
-    kb = synthetic_kb([KnowledgeBase.from_disk(p) for p in inputs], as_int("--names", names, 1),
-                      seed=seed)
-    kb.to_disk(output)
-    stats = kb.stats()
-    write_json(output.with_suffix(".stats.json"), {"name": kb.name, **stats, "meta": kb.meta})
-    typer.echo(f"Saved {kb!r} to {output} ({output.stat().st_size / 1e6:.1f} MB): "
-               f"{stats['names']:,} names")

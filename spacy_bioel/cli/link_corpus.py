@@ -1,7 +1,6 @@
 """`link-corpus PIPELINE INPUT OUTPUT`: link a sharded corpus, here or on Ray."""
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -143,75 +142,3 @@ def verify_output(shards: List[Path], output_dir: Path, skipped: int) -> dict:
                  found_by_ner=linked["ner"], skipped_mentions=skipped,
                  mentions_unaccounted=input_mentions - linked["input"] - skipped)
     return check
-
-
-@app.command("link-corpus-bench")
-def link_corpus_bench(
-    pipeline: str = typer.Argument(..., help="A saved pipeline with a bioel_linker"),
-    sources: List[Path] = typer.Argument(..., help="Corpora whose documents are repeated (PubTator, JSONL, DocBin)"),
-    output_dir: Path = typer.Option(Path("metrics/link_corpus"), "--output", help="Folder for the corpus, the outputs, JSON and .md"),
-    min_docs: int = typer.Option(10000, "--min-docs", help="Documents in the corpus, at least"),
-    shards: int = typer.Option(8, "--shards", help="JSONL shards the corpus is written as"),
-    workers: str = typer.Option("1,2", "--workers", help="Ray worker counts to run, comma-separated"),
-    batch_docs: int = typer.Option(256, "--batch-docs", help="Documents per batch"),
-    verbose: bool = typer.Option(False, "--verbose", "-V"),
-) -> None:
-    """Link a corpus of at least --min-docs documents (SOURCES repeated) with the
-    local engine and with Ray at each --workers count (one thread per worker),
-    check every Ray output equals the local one, and write docs/s per run as
-    JSON and a markdown table."""
-    import shutil
-
-    from ..corpus_linking.bench import build_corpus, same_output
-    from ..corpus_linking.local import link_local
-    from ..corpus_linking.ray_engine import link_ray
-    from ..corpus_linking.records import list_shards
-    from ..errors import BioELError, Errors
-    from ._app import split_csv
-
-    setup_logging(verbose)
-    corpus = build_corpus(sources, output_dir / "corpus", min_docs, shards)
-    shard_files = list_shards([output_dir / "corpus"])
-    local_dir = output_dir / "out-local"
-    shutil.rmtree(local_dir, ignore_errors=True)
-    runs = [link_local(shard_files, pipeline, local_dir, batch_docs=batch_docs, threads=1)]
-    folders = [local_dir]
-    try:
-        import ray
-    except ImportError:
-        raise BioELError(Errors.E204)
-    for n in [int(w) for w in split_csv(workers)]:
-        out = output_dir / f"out-ray-{n}"
-        shutil.rmtree(out, ignore_errors=True)
-        run = link_ray(shard_files, pipeline, out, num_workers=n, batch_docs=batch_docs,
-                       threads_per_worker=1)
-        run["same_as_local"] = same_output(local_dir, out)
-        runs.append(run)
-        folders.append(out)
-    ray.shutdown()
-    for run, folder in zip(runs, folders):
-        run["verify"] = verify_output(shard_files, folder, run["skipped_mentions"])
-    for run in runs:
-        run["docs_per_second"] = round(run["documents"] / max(run["seconds"], 1e-9), 1)
-        run["mentions_per_second"] = round(run["mentions"] / max(run["seconds"], 1e-9), 1)
-    result = {"pipeline": pipeline, "corpus": corpus, "batch_docs": batch_docs, "runs": runs}
-    lines = [f"Corpus: {corpus['documents']:,} documents ({corpus['source_documents']:,} source "
-             f"documents x {corpus['copies']}), {corpus['mentions']:,} mentions, {shards} JSONL "
-             f"shards; pipeline {pipeline}; one thread per worker.", "",
-             "| engine | workers | documents in / out (lost, duplicated) | seconds (load included) | docs/s | mentions/s | output equals local |",
-             "|---|---:|---|---:|---:|---:|---|"]
-    for run in runs:
-        same, check = run.get("same_as_local"), run["verify"]
-        lines.append(f"| {run['engine']} | {run['workers']} | {check['input_documents']:,} / "
-                     f"{check['output_documents']:,} ({check['lost']}, {check['duplicated']}) | {run['seconds']} | "
-                     f"{run['docs_per_second']} | {run['mentions_per_second']} | "
-                     f"{'(reference)' if same is None else ('yes' if same['identical'] else 'NO: ' + json.dumps(same))} |")
-    write_json(output_dir / "link_corpus_bench.json", result)
-    try:
-        from ..corpus_linking.bench import bench_figure
-
-        lines += ["", f"![docs/s]({bench_figure(runs, output_dir / 'link_corpus_bench.png').name})"]
-    except ImportError:  # matplotlib is the `plots` extra: the table stands alone
-        logger.info("No figure: matplotlib is not installed (the plots extra)")
-    (output_dir / "link_corpus_bench.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    typer.echo("\n".join(lines))

@@ -26,7 +26,7 @@ nearest concept in the name index (or one of the 10 nearest) is the concept
 they were generated for, for seen concepts the GAN trained on, for seen
 concepts held out of it (`heldout_seen`: the dev measure GAN settings are
 chosen on, as real mentions exist) and for unseen ones before and after
-fine-tuning (`history`). `python -m spacy_bioel biofeg` runs the same steps on
+fine-tuning (`history`). `python -m bench biofeg` runs the same steps on
 a trained pipeline.
 """
 from __future__ import annotations

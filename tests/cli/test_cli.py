@@ -12,6 +12,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 from typer.testing import CliRunner
 
+from bench.cli import app as lab_app
 from spacy_bioel.cli import app
 from spacy_bioel.errors import BioELError
 from spacy_bioel.kb import KnowledgeBase
@@ -63,8 +64,11 @@ def pubtator(docs) -> str:
 runner = CliRunner()
 
 
+LAB_COMMANDS = {"stats", "compare", "table", "seeds-table"}  # `python -m bench`
+
+
 def invoke(*args: str):
-    return runner.invoke(app, [str(a) for a in args])
+    return runner.invoke(lab_app if str(args[0]) in LAB_COMMANDS else app, [str(a) for a in args])
 
 
 def ok(*args: str):

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from spacy_bioel.cli import app
 from spacy_bioel.corpus_linking.records import iter_shard, read_outputs, shard_chunks
 
-from ..utils import needs, save_linker_pipeline
+from ..utils import save_linker_pipeline
 
 NAMES = [("D1", "colorectal carcinoma"), ("D2", "myocardial infarction"), ("D3", "hepatoblastoma"),
          ("D4", "familial adenomatous polyposis")]
@@ -133,26 +133,3 @@ def test_ray_engine_equals_local_and_survives_a_killed_worker(tmp_path, pipeline
             assert (x["kb_id"], x["is_nil"]) == (y["kb_id"], y["is_nil"])
             assert [c for c, _ in x["candidates"]] == [c for c, _ in y["candidates"]]
             assert x["prob"] == pytest.approx(y["prob"], abs=1e-4)
-
-
-@needs("matplotlib", "plots")
-def test_bench_corpus_and_output_comparison(tmp_path, pipeline_dir):
-    from spacy_bioel.corpus_linking.bench import bench_figure, build_corpus, same_output
-
-    write_jsonl(tmp_path / "src.jsonl", 7)
-    corpus = build_corpus([tmp_path / "src.jsonl"], tmp_path / "corpus", min_docs=20, shards=3)
-    assert corpus == {"documents": 21, "mentions": 21, "source_documents": 7, "copies": 3, "shards": 3}
-    ids = [r["id"] for s in sorted((tmp_path / "corpus").iterdir()) for r in iter_shard(s)]
-    assert len(ids) == len(set(ids)) == 21 and "doc0#2" in ids
-    run(pipeline_dir, tmp_path / "corpus", tmp_path / "a", "--batch-docs", "4")
-    run(pipeline_dir, tmp_path / "corpus", tmp_path / "b", "--batch-docs", "9")
-    assert same_output(tmp_path / "a", tmp_path / "b")["identical"]
-    part = next((tmp_path / "b").glob("part-*.jsonl"))
-    rows = [json.loads(line) for line in part.read_text().splitlines()]
-    rows[0]["entities"][0]["kb_id"] = "D999"
-    part.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    check = same_output(tmp_path / "a", tmp_path / "b")
-    assert not check["identical"] and check["differing_mentions"] == 1
-    runs = [{"engine": "local", "workers": 1, "docs_per_second": 9.5},
-            {"engine": "ray", "workers": 2, "docs_per_second": 17.0}]
-    assert bench_figure(runs, tmp_path / "fig.png").stat().st_size > 1000

@@ -4,6 +4,7 @@ import srsly
 from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
+from bench.cli import app as lab_app
 from spacy_bioel.cli import app
 
 from tests.utils import write_toy_linking_data
@@ -69,7 +70,7 @@ def test_benchmark_command(tiny_bert_dir, tmp_path):
     write_data(tmp_path)
     runner = CliRunner()
     init_pipeline(runner, tmp_path, tiny_bert_dir)
-    result = runner.invoke(app, ["benchmark", str(tmp_path / "pipe"), str(tmp_path / "data.spacy"),
+    result = runner.invoke(lab_app, ["benchmark", str(tmp_path / "pipe"), str(tmp_path / "data.spacy"),
                                  "--output", str(tmp_path / "bench.json")])
     assert result.exit_code == 0, result.output + repr(result.exception)
     bench = srsly.read_json(tmp_path / "bench.json")

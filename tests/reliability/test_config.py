@@ -89,7 +89,7 @@ def test_concepts_without_an_indexable_name_are_counted(tiny_bert_dir):
 
 
 def test_ablation_overrides_must_be_settings_of_the_config(tmp_path):
-    from spacy_bioel.cli.ablate import load_spec
+    from bench.cli.ablate import load_spec
 
     def spec(overrides):
         path = tmp_path / "spec.yml"

@@ -5,7 +5,7 @@ import codecs
 import pytest
 
 from spacy_bioel.errors import BioELError
-from spacy_bioel.evaluation.malformed import MEDIC, PUBTATOR, cases, run_case, run_table
+from bench.malformed import MEDIC, PUBTATOR, cases, run_case, run_table
 
 CASES = cases()
 

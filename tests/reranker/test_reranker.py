@@ -425,7 +425,9 @@ def test_evaluate_and_benchmark_report_the_reranker(trained, tmp_path):
                               "--kb", str(tmp_path / "kb.bioelkb"), "--tuned",
                               str(tmp_path / "tuning.json"), "--tuned-row", "worst"])
     assert bad.exit_code == 1 and "E175" in str(bad.exception)
-    result = runner.invoke(app, ["benchmark", str(tmp_path / "pipe"), str(tmp_path / "test.spacy"),
+    from bench.cli import app as lab_app
+
+    result = runner.invoke(lab_app, ["benchmark", str(tmp_path / "pipe"), str(tmp_path / "test.spacy"),
                                  "--output", str(tmp_path / "b.json"), "--set", "reranker.gate=0.1"])
     assert result.exit_code == 0, result.output
     assert srsly.read_json(tmp_path / "b.json")["reranker"] == {"top_k": 16, "gate": 0.1,

@@ -1,0 +1,23 @@
+"""The lab's Typer application (`python -m bench`): the helpers are the user
+CLI's, so both print errors and progress the same way."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from spacy_bioel.cli._app import (load_pipeline, read_docs, run_app, save_tuning,  # noqa: F401
+                                  setup_logging, split_csv, write_json)
+
+app = typer.Typer(name="bench", add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="The spacy-bioel lab: measurements and experiments behind docs/results.md "
+                       "(tables, benchmarks, ablations, reliability, pre-training, BioFEG). "
+                       "Run from a checkout; project.yml calls these commands. The library's "
+                       "own commands are 'python -m spacy_bioel'.")
+kb_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Lab knowledge bases.")
+app.add_typer(kb_app, name="kb")
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Run the lab CLI: coded errors print as one line, as in `python -m spacy_bioel`."""
+    run_app(app, argv, "python -m bench")

@@ -1,0 +1,194 @@
+"""`benchmark PIPELINE DATA.spacy`: one pipeline's load time, linking throughput
+and peak memory; `side-by-side`: pipelines against scispaCy's linker, each in a
+fresh process of its own environment (see `evaluation.sidebyside`). JSON and
+markdown tables, never a timed test."""
+from __future__ import annotations
+
+import resource
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ._app import app, load_pipeline, read_docs, setup_logging, split_csv, write_json
+
+
+@app.command("benchmark")
+def benchmark(
+    pipeline: Path = typer.Argument(..., help="A saved pipeline with a linker"),
+    data: Path = typer.Argument(..., help="DocBin with gold spans"),
+    output: Path = typer.Option(Path("benchmark.json"), "--output", help="JSON (a .md beside it)"),
+    batch_size: int = typer.Option(64, "--batch-size"),
+    repeats: int = typer.Option(1, "--repeats", help="Linking passes over the data"),
+    settings: List[str] = typer.Option([], "--set", help="Linker option STAGE.PARAM=VALUE, or reranker.OPTION=VALUE (e.g. reranker.gate=null, reranker.top_k=8), repeatable"),
+    label: str = typer.Option("", "--label", help="Row label (default: the pipeline path)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
+    """Measure load time, mentions per second (gold spans given) and peak RSS;
+    with a bioel_reranker, also the share of mentions it reranked."""
+    setup_logging(verbose)
+    from spacy_bioel.evaluation.linkers import apply_overrides, find_reranker, reranker_shares
+    from spacy_bioel.training.readers import gold_spans_doc
+    from spacy_bioel.cli.evaluate import parse_settings
+
+    start = time.perf_counter()
+    nlp = load_pipeline(pipeline)
+    load_seconds = time.perf_counter() - start
+    apply_overrides(nlp, parse_settings(settings))
+    reranker = find_reranker(nlp)
+    references = read_docs([data])
+    inputs = [gold_spans_doc(nlp, d) for d in references]
+    n_mentions = sum(len(d.ents) for d in inputs)
+    list(nlp.pipe([d.copy() for d in inputs[:2]]))  # warm-up
+    before = dict(reranker.counts) if reranker is not None else {}
+    start = time.perf_counter()
+    for _ in range(repeats):
+        for _doc in nlp.pipe([d.copy() for d in inputs], batch_size=batch_size):
+            pass
+    seconds = time.perf_counter() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result = {"pipeline": str(pipeline), "data": str(data), "docs": len(inputs),
+              "mentions": n_mentions, "repeats": repeats, "load_seconds": round(load_seconds, 2),
+              "link_seconds": round(seconds, 2),
+              "mentions_per_second": round(n_mentions * repeats / seconds, 1),
+              "peak_rss_mb": round(peak_mb, 1), "settings": list(settings), "label": label}
+    reranked = "–"
+    if reranker is not None:
+        result["reranker"] = {"top_k": reranker.cfg["top_k"], "gate": reranker.cfg["gate"],
+                              "share_reranked": reranker_shares(reranker, before)["share_reranked"]}
+        reranked = f"{100 * result['reranker']['share_reranked']:.1f}%"
+    write_json(output, result)
+    table = ("| pipeline | mentions | load (s) | mentions/s | reranked | peak RSS (MB) |\n"
+             "|---|---:|---:|---:|---:|---:|\n"
+             f"| {label or pipeline} | {n_mentions} | {result['load_seconds']} | "
+             f"{result['mentions_per_second']} | {reranked} | {result['peak_rss_mb']} |\n")
+    output.with_suffix(".md").write_text(table, encoding="utf-8")
+    typer.echo(table)
+
+
+@app.command("side-by-side")
+def side_by_side_command(
+    data: Path = typer.Argument(..., help="DocBin with gold spans and ids (e.g. NCBI test)"),
+    kb_path: Path = typer.Option(..., "--kb", help="The KB the pipelines link to; scispaCy's index is built over its names"),
+    pipelines: List[str] = typer.Option(..., "--pipeline", help="LABEL=PIPELINE or LABEL=PIPELINE@PYTHON (another environment), repeatable"),
+    scispacy_python: Optional[str] = typer.Option(None, "--scispacy-python", help="Python of scispaCy's environment (none: no scispaCy row)"),
+    scispacy_index: Optional[Path] = typer.Option(None, "--scispacy-index", help="scispaCy index folder (built there once, reused after)"),
+    repeats: str = typer.Option("1", "--repeat", help="Input sizes: the docs repeated N times, comma-separated (1,10,100)"),
+    rounds: int = typer.Option(3, "--rounds", help="Alternating rounds (>= 3 for min and median)"),
+    dataset: str = typer.Option("", "--dataset", help="Label of the data in the table"),
+    threshold: float = typer.Option(0.7, "--scispacy-threshold", help="scispaCy's candidate threshold (its default 0.7)"),
+    build: bool = typer.Option(True, "--build/--no-build", help="Time each system's build"),
+    build_only: List[str] = typer.Option([], "--build-only", help="Time the build of these systems only (labels; 'scispaCy linker' for scispaCy's), repeatable: variants made by set-stage share their source pipeline's build"),
+    output: Path = typer.Option(Path("metrics/benchmark/side_by_side.json"), "--output", help="JSON (a .md beside it)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
+    """scispaCy's linker and bioel_linker pipelines over the same KB names and gold
+    mentions, each run in a fresh process of its own environment, alternately for
+    --rounds rounds at each input size: build s, load s, mentions/s (min and
+    median), peak RSS, Acc@1 and the ratios, as JSON and a markdown table."""
+    setup_logging(verbose)
+    from spacy_bioel.errors import BioELError, Errors
+    from ..sidebyside import SCISPACY, System, parse_system, side_by_side, summary_table
+    from spacy_bioel.kb.knowledge_base import KnowledgeBase
+    from spacy_bioel.kb.scispacy_jsonl import write_scispacy_jsonl
+    from spacy_bioel.validation import as_int
+
+    systems = [parse_system(spec) for spec in pipelines]
+    workdir = output.with_suffix("")
+    workdir.mkdir(parents=True, exist_ok=True)
+    if scispacy_python:
+        index = scispacy_index or workdir / "scispacy_index"
+        kb_jsonl = index.with_name(index.name + ".kb.jsonl")
+        if not kb_jsonl.exists():
+            index.parent.mkdir(parents=True, exist_ok=True)
+            write_scispacy_jsonl(KnowledgeBase.from_disk(kb_path), kb_jsonl)
+        systems.insert(0, System("scispaCy linker", SCISPACY, scispacy_python,
+                                 kb_jsonl=str(kb_jsonl), index_dir=str(index)))
+    sizes = [as_int("--repeat", v, 1) for v in split_csv(repeats)]
+    unknown = sorted(set(build_only) - {s.label for s in systems})
+    if unknown:
+        raise BioELError(Errors.E175.format(name="--build-only", value=", ".join(unknown),
+                                            expected="labels of the systems: " + ", ".join(
+                                                s.label for s in systems)))
+    result = side_by_side(systems, read_docs([data]), sizes, as_int("--rounds", rounds, 1),
+                          workdir, build=build, threshold=threshold, build_only=build_only or None)
+    result.update({"dataset": dataset or data.stem, "data": str(data), "kb": str(kb_path)})
+    write_json(output, result)
+    table = summary_table([result])
+    output.with_suffix(".md").write_text(table, encoding="utf-8")
+    typer.echo(table)
+
+
+@app.command("side-by-side-table")
+def side_by_side_table(
+    results: List[Path] = typer.Argument(..., help="JSON files written by side-by-side"),
+    output: Path = typer.Option(Path("metrics/benchmark/side_by_side.md"), "--output", help="Markdown table"),
+    figure: Optional[Path] = typer.Option(None, "--figure", help="PNG: Acc@1 against mentions/s (needs the plots extra)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
+    """One table (and a figure) from several side-by-side runs."""
+    import srsly
+
+    from ..sidebyside import accuracy_speed_figure, summary_table
+
+    setup_logging(verbose)
+    loaded = [srsly.read_json(path) for path in results]
+    table = summary_table(loaded)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(table, encoding="utf-8")
+    if figure is not None:
+        accuracy_speed_figure(loaded, figure)
+    typer.echo(table)
+
+
+@app.command("benchmark-index")
+def benchmark_index_command(
+    pipeline: Path = typer.Argument(..., help="A saved pipeline: its concept tower encodes the KB's names"),
+    kb_path: Path = typer.Argument(..., help="A large KB (e.g. `kb synth ... --names 3000000`)"),
+    queries: List[Path] = typer.Option(..., "--queries", help="DocBins whose mention texts are the queries, repeatable"),
+    cache_dir: Path = typer.Option(Path("training/embedding_cache"), "--cache-dir", help="Where the name vectors are kept (float16; an interrupted encoding resumes)"),
+    sample: int = typer.Option(2000, "--sample", help="Distinct mention texts to query"),
+    k: int = typer.Option(64, "--k", help="Recall@k against exact search"),
+    indexes: str = typer.Option("hnsw_sq8,ivf_sq8", "--indexes", help="Index types to build and measure, comma-separated: hnsw_sq8 (M=32; efSearch 128/256/512) | ivf_sq8 (4 sqrt(n) lists; nprobe 32/128/512)"),
+    encode_with: str = typer.Option("torch", "--encode-with", help="How the names are encoded: torch (the pipeline's concept tower) | onnx | onnx-int8 (the tower exported and quantised: about 2x faster on a CPU)"),
+    output: Path = typer.Option(Path("metrics/scale/index.json"), "--output", help="JSON (a .md beside it)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
+    """The index at UMLS scale: encode every name of KB_PATH (once; resumable),
+    build HNSW (8-bit vectors) and IVF (8-bit vectors) indexes over them and
+    report build time, memory, search time and recall@k against exact search."""
+    setup_logging(verbose)
+    from spacy_bioel.evaluation import scale
+    from spacy_bioel.index.names import NameTable
+    from spacy_bioel.kb.knowledge_base import KnowledgeBase
+    from spacy_bioel.errors import BioELError, Errors
+    from spacy_bioel.pipeline.loading import find_linker
+    from spacy_bioel.validation import as_int
+
+    wanted = split_csv(indexes)
+    settings = [s for s in scale.DEFAULT_SETTINGS if s["build"]["index_type"] in wanted]
+    if not settings or len(settings) != len(wanted):
+        raise BioELError(Errors.E175.format(name="--indexes", value=repr(indexes), expected=", ".join(
+            s["build"]["index_type"] for s in scale.DEFAULT_SETTINGS)))
+    if encode_with not in scale.ENCODERS:
+        raise BioELError(Errors.E175.format(name="--encode-with", value=repr(encode_with),
+                                            expected=" | ".join(scale.ENCODERS)))
+    start = time.perf_counter()
+    kb = KnowledgeBase.from_disk(kb_path)
+    names = NameTable(kb)
+    logger_rss = scale.rss_mb()
+    linker = find_linker(load_pipeline(pipeline))
+    encoded = scale.encode_names(linker, names, cache_dir, encode_with=encode_with)
+    texts = scale.mention_queries(linker, read_docs(list(queries)), as_int("--sample", sample, 1))
+    vectors = linker.runtime.encode(linker.model, texts, linker.cfg["encode_batch_size"])
+    result = scale.benchmark_index(encoded["vectors"], names, vectors, settings,
+                                   as_int("--k", k, 1))
+    result.update({"kb": kb.name, "kb_path": str(kb_path), "names": len(names),
+                   "concepts": len(names.concept_ids), "pipeline": str(pipeline),
+                   "encoding": encoded["record"], "rss_after_kb_mb": logger_rss,
+                   "peak_rss_mb": scale.peak_rss_mb(), "seconds": time.perf_counter() - start})
+    write_json(output, result)
+    table = scale.table(result)
+    output.with_suffix(".md").write_text(table, encoding="utf-8")
+    typer.echo(table)

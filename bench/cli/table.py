@@ -1,0 +1,66 @@
+"""`table METRICS... --output RESULTS.md`: one results table from many reports."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import srsly
+import typer
+
+from ._app import app, setup_logging
+
+
+@app.command("table")
+def table(
+    reports: List[Path] = typer.Argument(..., help="Metrics JSON files written by `evaluate`"),
+    output: Optional[Path] = typer.Option(None, "--output", help="Markdown file to write"),
+    title: str = typer.Option("", "--title"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
+    """Collect evaluation reports into one markdown table."""
+    setup_logging(verbose)
+    from spacy_bioel.evaluation.report import summary_table
+
+    loaded = [srsly.read_json(p) for p in reports if p.exists()]
+    missing = [str(p) for p in reports if not p.exists()]
+    text = (f"## {title}\n\n" if title else "") + summary_table(loaded)
+    if missing:
+        text += f"\nMissing reports (not run): {', '.join(missing)}\n"
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+    typer.echo(text)
+
+
+@app.command("seeds-table")
+def seeds_table_command(
+    rows: List[str] = typer.Option(..., "--row", help="NAME=GLOB: one system's evaluate reports, one per seed (seed from the file name ..._s<N>.json), repeatable"),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="A --row NAME: differences paired by seed against it"),
+    output: Path = typer.Option(..., "--output", help="Markdown table (JSON beside it)"),
+    title: str = typer.Option("", "--title"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
+    """Mean +- std over seeds per system (Acc@1, Acc@10, R@64, seen, unseen,
+    refined) and, with --baseline, per-seed paired differences."""
+    import glob
+
+    from spacy_bioel.errors import BioELError, Errors
+    from ..seeds import seed_of, seeds_table, summarise
+    from ._app import write_json
+
+    setup_logging(verbose)
+    systems = {}
+    for spec in rows:
+        name, _, pattern = spec.partition("=")
+        paths = sorted(Path(p) for p in glob.glob(pattern)) if name and pattern else []
+        if not paths:
+            raise BioELError(Errors.E175.format(name="--row", value=spec,
+                                                expected="NAME=GLOB matching evaluate reports"))
+        systems[name] = {seed_of(p, report): report
+                         for p, report in ((p, srsly.read_json(p)) for p in paths)}
+    summary = summarise(systems, baseline)
+    text = (f"## {title}\n\n" if title else "") + seeds_table(summary, baseline)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    write_json(output.with_suffix(".json"), {"rows": summary, "baseline": baseline})
+    typer.echo(text)
