@@ -21,11 +21,18 @@ def resolve_model_path(name_or_path: str) -> str:
     return name_or_path
 
 
+def span_of_input(text: str) -> str:
+    """The mention span of a mention input (the text between [M] and [/M] when
+    it has context)."""
+    start, end = text.find(f"{MENTION_START} "), text.rfind(f" {MENTION_END}")
+    return text[start + len(MENTION_START) + 1:end] if start >= 0 and end > start else text
+
+
 def length_buckets(texts: Sequence[str], batch_size: int) -> List[List[int]]:
     """Indices of `texts` grouped into batches of similar length (less padding)."""
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-__all__ = ["DEFAULT_ENCODER", "MENTION_START", "MENTION_END", "resolve_model_path",
+__all__ = ["DEFAULT_ENCODER", "MENTION_START", "MENTION_END", "resolve_model_path", "span_of_input",
            "length_buckets"]

@@ -22,7 +22,7 @@ from thinc.api import Optimizer
 
 from ..datastore.knn import DatastoreKNN, document_key
 from ..encoders.thinc_biencoder import concept_tower_trained, embed_texts, is_contextual
-from ..errors import BioELError, Errors, Warnings, warn
+from ..errors import BioELError, Errors
 from . import serialize
 from .mentions import gold_mentions, training_spans
 
@@ -115,19 +115,14 @@ def update(linker: "BioELLinker", examples: List[Example], sgd: Optional[Optimiz
     batch = MentionBatch(*(list(column) for column in zip(*mentions)))
     if is_contextual(linker.model):
         batch.spans = training_spans(examples, linker.resolve)
-    if getattr(linker.loss, "uses_graph", False):
-        from ..training.graph_step import graph_step
-
-        if batch.spans is not None:
-            raise BioELError(Errors.E212.format(what="GraphPrompt's templates", fix=(
-                "Use spacy-bioel.BiEncoder.v1 with GraphPrompt.")))
-        value, terms = graph_step(linker.model, graph_loss(linker), batch, linker.index, linker.rng)
-        losses[linker.name] += value
-        for term, term_value in terms.items():
-            losses[f"{linker.name}_L{term}"] = losses.get(f"{linker.name}_L{term}", 0.0) + term_value
-    else:
-        losses[linker.name] += train_step(linker.model, linker.loss, batch, linker.index,
-                                          linker.negatives, linker.fgsm, linker.rng)
+    taken = next((r for r in (hook.step(linker, batch) for hook in linker.hooks) if r is not None),
+                 None)  # a method's own step (GraphPrompt), else the plain one
+    value, terms = taken if taken is not None else (
+        train_step(linker.model, linker.loss, batch, linker.index, linker.negatives, linker.fgsm,
+                   linker.rng), {})
+    losses[linker.name] += value
+    for term, term_value in terms.items():
+        losses[f"{linker.name}_L{term}"] = losses.get(f"{linker.name}_L{term}", 0.0) + term_value
     state = linker.steps
     if state.seen_in_epoch == 0:
         state.epoch_start = time.perf_counter()
@@ -135,36 +130,6 @@ def update(linker: "BioELLinker", examples: List[Example], sgd: Optional[Optimiz
     if sgd not in (None, False):
         linker.finish_update(sgd)
     return losses
-
-
-def graph_loss(linker: "BioELLinker"):
-    """The GraphPrompt loss module, its templates built from the KB graph and
-    the datastore's training mentions (never from other data), again whenever
-    the KB or those mentions change."""
-    from ..graphprompt.templates import GraphTemplates
-    from .mentions import span_of_input
-
-    loss = linker.loss.module
-    if linker.fgsm is not None and linker.fgsm.epsilon > 0:
-        raise BioELError(Errors.E192.format(
-            what="FGSM", why="its perturbed names have no [MASK] token to pool",
-            fix="Set [components.bioel_linker.fgsm] to null."))
-    key = (id(linker.kb), id(linker.index.names), len(linker.train_mentions))
-    if loss.templates is None or loss.templates_key != key:
-        pairs = [(span_of_input(text), cid) for text, cid in linker.train_mentions]
-        loss.prepare(GraphTemplates(linker.kb, linker.index.names.concept_ids, pairs,
-                                    linker.model.attrs["tokenizer"].mask_token,
-                                    loss.synonym_rate, loss.max_words), key)
-    return loss
-
-
-def check_biofeg_schedule(linker: "BioELLinker", steps_per_epoch: int) -> None:
-    """After epoch 1: warn (W010) when spaCy evaluates dev less often than once
-    an epoch while BioFEG changes the linker at epoch ends."""
-    every = linker.steps.eval_frequency
-    if linker.biofeg.iterations and every > steps_per_epoch:
-        warn(Warnings.W010.format(name=linker.name, iterations=linker.biofeg.iterations,
-                                  eval_frequency=every, steps=steps_per_epoch))
 
 
 def after_step(linker: "BioELLinker") -> None:
@@ -183,14 +148,11 @@ def after_step(linker: "BioELLinker") -> None:
         linker.epoch_seconds.append(round(time.perf_counter() - state.epoch_start, 1))
         logger.info("%s: epoch %d took %.1fs (index refresh included)", linker.name,
                     len(linker.epoch_seconds), linker.epoch_seconds[-1])
-        if linker.biofeg is not None:
-            if len(linker.epoch_seconds) == 1:
-                check_biofeg_schedule(linker, state.steps)
-            if linker.biofeg.due(len(linker.epoch_seconds)):
-                linker.biofeg.run(linker)  # BioFEG steps 2-3, then the KB re-encoded once
+        for hook in linker.hooks:  # e.g. BioFEG's steps 2-3 after its epochs
+            hook.epoch_end(linker, len(linker.epoch_seconds), state.steps)
     if state.eval_frequency and (state.steps - 1) % state.eval_frequency == 0:
         linker.refresh()
 
 
 __all__ = ["TrainingState", "refresh", "datastore_mentions", "build_datastore", "update",
-           "graph_loss", "check_biofeg_schedule", "after_step"]
+           "after_step"]

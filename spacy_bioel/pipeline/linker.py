@@ -29,11 +29,11 @@ from ..index.name_index import NameIndex
 from ..index.names import NameTable
 from ..kb.knowledge_base import KnowledgeBase
 from ..nil.stages import ThresholdNIL
+from ..training.hooks import training_hooks
 from . import lifecycle, linking, serialize
 from .cache import LinkCache
 from .decisions import Retrieved
 from .extensions import install_extensions, write_entity
-from .mentions import gold_mentions
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +57,7 @@ class BioELLinker(TrainablePipe):
         self.index, self.candidates, self.ranker, self.nil = index, candidates, ranker, nil
         self.negatives, self.fgsm, self.type_filter = negatives, fgsm, type_filter
         self.biofeg = biofeg  # training only: BioFEG steps 2-3 after early epochs
+        self.hooks = training_hooks(loss, biofeg)  # how research methods join training
         self.runtime = runtime  # `exact_shortcut` (the setting before the stage) = ExactShortcut
         self.shortcut = ExactShortcut() if shortcut is None and exact_shortcut else shortcut
         self.cfg: Dict[str, Any] = {**(attrs or {})}

@@ -7,6 +7,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 from spacy.tokens import Doc, Span
 from spacy.training import Example
 
+from ..encoders.common import span_of_input  # noqa: F401 - re-exported
 from ..kb.ids import split_gold_ids
 from ..datastore.knn import HELD_OUT_KNN, held_out_key
 from .abbreviations import find_abbreviations
@@ -28,13 +29,6 @@ def mention_input(ent: Span, context_window: int) -> str:
     left = doc[max(0, ent.start - context_window):ent.start].text
     right = doc[ent.end:ent.end + context_window].text
     return f"{left} [M] {ent.text} [/M] {right}".strip()
-
-
-def span_of_input(text: str) -> str:
-    """The mention span of a `mention_input` (the text between [M] and [/M] when
-    it has context)."""
-    start, end = text.find("[M] "), text.rfind(" [/M]")
-    return text[start + 4:end] if start >= 0 and end > start else text
 
 
 def gold_mentions(examples: Iterable[Example], resolve: Callable[[str], Optional[int]],

@@ -39,8 +39,9 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 import numpy as np
 import srsly
 
-from ..errors import BioELError, Errors
+from ..errors import BioELError, Errors, Warnings, warn
 from .feature_gan import GANSettings, generate_features, train_feature_gan
+from .hooks import TrainingHook
 
 if TYPE_CHECKING:
     from ..kb.concept import Concept
@@ -66,9 +67,11 @@ def description_text(concept: "Concept", kb: Optional["KnowledgeBase"], max_char
     return "; ".join(parts)[:max_chars]
 
 
-class BioFEG:
+class BioFEG(TrainingHook):
     """The `biofeg` stage (`spacy-bioel.BioFEG.v1`): settings, the frozen
-    description encoder (loaded on first use) and one record per iteration.
+    description encoder (loaded on first use) and one record per iteration. It
+    joins training as a hook (`training.hooks`): steps 2-3 at the end of each of
+    the first `iterations` epochs.
 
     iterations (int): epochs after which steps 2-3 run (paper: 3).
     description_encoder (str): path or name of the frozen y_d encoder.
@@ -112,6 +115,17 @@ class BioFEG:
     def due(self, epochs_done: int) -> bool:
         """Whether steps 2-3 run after epoch number `epochs_done` (1-based)."""
         return 1 <= epochs_done <= self.iterations
+
+    def epoch_end(self, linker: Any, epoch: int, steps: int) -> None:
+        """After epoch 1, W010 when spaCy evaluates dev less often than once an
+        epoch (model-best could miss the loop); after each of the first
+        `iterations` epochs, steps 2-3 (`run`), then the KB re-encoded once."""
+        every = linker.steps.eval_frequency
+        if epoch == 1 and self.iterations and every > steps:
+            warn(Warnings.W010.format(name=linker.name, iterations=self.iterations,
+                                      eval_frequency=every, steps=steps))
+        if self.due(epoch):
+            self.run(linker)
 
     # ------------------------------------------------------------------ y_d
     def describe(self, kb: "KnowledgeBase", concept_ids: Sequence[str]) -> np.ndarray:

@@ -12,12 +12,47 @@ References:
 """
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
+from ..encoders.common import span_of_input
+from ..errors import BioELError, Errors
 from ..index.name_index import NameIndex
+from .hooks import StepResult, TrainingHook
 from .step import MentionBatch
+
+
+class GraphPromptHook(TrainingHook):
+    """GraphPrompt's training step for a linker whose loss uses the KB graph
+    (`spacy-bioel.GraphPromptLoss.v1`): the loss's templates are built from the
+    KB's relations and the linker's training mentions (never other data), again
+    whenever the KB or those mentions change, then `graph_step` runs."""
+
+    def step(self, linker: Any, batch: MentionBatch) -> Optional[StepResult]:
+        if batch.spans is not None:
+            raise BioELError(Errors.E212.format(what="GraphPrompt's templates", fix=(
+                "Use spacy-bioel.BiEncoder.v1 with GraphPrompt.")))
+        return graph_step(linker.model, self.prepared_loss(linker), batch, linker.index, linker.rng)
+
+    @staticmethod
+    def prepared_loss(linker: Any):
+        """The linker's GraphPrompt loss module with templates for its current KB
+        and training mentions."""
+        from ..graphprompt.templates import GraphTemplates
+
+        loss = linker.loss.module
+        if linker.fgsm is not None and linker.fgsm.epsilon > 0:
+            raise BioELError(Errors.E192.format(
+                what="FGSM", why="its perturbed names have no [MASK] token to pool",
+                fix="Set [components.bioel_linker.fgsm] to null."))
+        key = (id(linker.kb), id(linker.index.names), len(linker.train_mentions))
+        if loss.templates is None or loss.templates_key != key:
+            pairs = [(span_of_input(text), cid) for text, cid in linker.train_mentions]
+            loss.prepare(GraphTemplates(linker.kb, linker.index.names.concept_ids, pairs,
+                                        linker.model.attrs["tokenizer"].mask_token,
+                                        loss.synonym_rate, loss.max_words), key)
+        return loss
 
 
 def graph_step(model, loss_fn, batch: MentionBatch, index: NameIndex,
@@ -84,4 +119,4 @@ def _fitting(model, sampled: list, loss_fn) -> list:
     return kept
 
 
-__all__ = ["graph_step"]
+__all__ = ["GraphPromptHook", "graph_step"]
