@@ -12,11 +12,14 @@ from ..validation import as_bool, as_float, as_int
 
 class DeferredLoss:
     """A loss module built on first use from `build()`; calls and attributes go
-    to the module (`.module` builds it)."""
+    to the module (`.module` builds it). `uses_graph` is known without building
+    it: a loss that trains on KB graph templates brings GraphPrompt's training
+    hook (`training.hooks`), and building the component must not import torch."""
 
-    def __init__(self, build: Callable[[], Any]) -> None:
+    def __init__(self, build: Callable[[], Any], uses_graph: bool = False) -> None:
         self._build = build
         self._module = None
+        self.uses_graph = uses_graph
 
     @property
     def module(self):
@@ -115,4 +118,4 @@ def create_graph_prompt_loss(lambda_p: float = 1.0, lambda_c: float = 1.0, lambd
     def build():
         from .graphprompt import GraphPromptLoss
         return GraphPromptLoss(**settings)
-    return DeferredLoss(build)
+    return DeferredLoss(build, uses_graph=True)

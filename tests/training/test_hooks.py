@@ -49,3 +49,8 @@ def test_the_config_brings_its_hooks():
     hooks = training_hooks(GraphLoss(), biofeg)
     assert type(hooks[0]).__name__ == "GraphPromptHook" and hooks[1] is biofeg
     assert training_hooks(object(), None) == []
+    from spacy.util import registry
+
+    loss = registry.resolve({"loss": {"@misc": "spacy-bioel.GraphPromptLoss.v1"}})["loss"]
+    assert [type(h).__name__ for h in training_hooks(loss, None)] == ["GraphPromptHook"]
+    assert loss._module is None  # known without building the torch module
