@@ -14,6 +14,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .seeds import metric as value_at
+
 # (column label, path into a report)
 COLUMNS: List[Tuple[str, Tuple[str, ...]]] = [
     ("Acc@1", ("acc@1",)), ("Acc@5", ("acc@5",)),
@@ -40,15 +42,6 @@ def nil_pr_curve(gold_nil: Sequence[bool], nil_scores: Sequence[Optional[float]]
             "recall": [round(float(v), 4) for v in recall[keep]]}
 
 
-def _get(report: dict, path: Tuple[str, ...]) -> Optional[float]:
-    value = report
-    for key in path:
-        if not isinstance(value, dict) or value.get(key) is None:
-            return None
-        value = value[key]
-    return float(value) if isinstance(value, (int, float)) else None
-
-
 def summarise(results: Iterable[dict]) -> List[dict]:
     """One row per (dataset, variant, kNN on/off): mean, std and seed count of
     every column. Rows keep the order in which variants first appear."""
@@ -65,7 +58,7 @@ def summarise(results: Iterable[dict]) -> List[dict]:
         row = {"dataset": dataset, "variant": variant, "knn": knn, "seeds": len(reports),
                **describe[(dataset, variant)]}
         for column, path in COLUMNS:
-            values = [v for v in (_get(r, path) for r in reports) if v is not None]
+            values = [v for v in (value_at(r, path) for r in reports) if v is not None]
             row[column] = {"mean": float(np.mean(values)) if values else None,
                            "std": float(np.std(values, ddof=1)) if len(values) > 1 else None,
                            "n": len(values)}
@@ -129,7 +122,7 @@ def compare(results: Sequence[dict], comparisons: Sequence[dict]) -> List[dict]:
                      for partner in [(d, variant if variant_b == "*" else variant_b, seed, knn_b)]
                      if partner in reports]
             for metric in comparison.get("metrics", ["Acc@1"]):
-                values = [(_get(a, paths[metric]), _get(b, paths[metric])) for a, b in pairs]
+                values = [(value_at(a, paths[metric]), value_at(b, paths[metric])) for a, b in pairs]
                 diffs = [a - b for a, b in values if a is not None and b is not None]
                 rows.append({"question": comparison.get("question", ""), "dataset": dataset,
                              "a": f"{variant_a} (kNN {knn_a})", "b": f"{variant_b} (kNN {knn_b})",

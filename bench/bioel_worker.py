@@ -95,7 +95,7 @@ def build(pipeline: str, out: str) -> None:
 
 
 if __name__ == "__main__":
-    if sys.path and sys.path[0].rstrip("/").endswith("evaluation"):
+    if sys.path and sys.path[0].rstrip("/").endswith("bench"):
         del sys.path[0]  # run by path: the package's modules must not shadow any import
     args = sys.argv[1:]
     if args and args[0] == "link" and len(args) in (4, 5):

@@ -79,7 +79,7 @@ def link(kb_path: str, index_dir: str, docs_path: str, out: str, threshold: floa
 
 
 if __name__ == "__main__":
-    if sys.path and sys.path[0].rstrip("/").endswith("evaluation"):
+    if sys.path and sys.path[0].rstrip("/").endswith("bench"):
         del sys.path[0]  # run by path: the package's modules must not shadow any import
     args = sys.argv[1:]
     if args and args[0] == "build" and len(args) == 4:
