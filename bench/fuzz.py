@@ -1,7 +1,7 @@
 """Hostile-user runs over a linker pipeline: random documents (odd characters,
 very long texts with thousands of entities), `n_process=2`, and byte flips in
 every saved file. Each run returns counts; `python -m bench reliability`
-writes them (the README's reliability table).
+writes them (docs/results/reliability.md).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Runs repeated over seeds -> mean +- std per system, and differences paired
 by seed against a baseline system (the form of every method claim in the
-README: 3 seeds, mean +- std, paired against the same run without it).
+the brief: 3 seeds, mean +- std, paired against the same run without it).
 
 Input: `evaluate` reports (JSON), grouped by system; a report's seed is read
 from its file name (`..._s<N>.json`, the project's convention) or, failing

@@ -222,7 +222,7 @@ class Errors(metaclass=ErrorsWithCodes):
             "config, the command-line option or --set) and run again.")
     E176 = ("{path} is damaged ({problem}). {remedy}")
     E177 = ("The candidate store needs faiss (index_type '{index_type}'), which is not "
-            "installed: pip install faiss-cpu (or swap in GPU FAISS, see the README), or use "
+            "installed: pip install faiss-cpu (or swap in GPU FAISS, see docs/component.md), or use "
             "index_type 'flat', which runs on numpy or torch without it.")
     E178 = ("The ONNX runtime needs {missing}: pip install 'spacy-bioel[onnx]' (onnxruntime "
             "and onnx; exporting also needs PyTorch). Or use the default runtime, "
@@ -319,7 +319,7 @@ class Errors(metaclass=ErrorsWithCodes):
             "(spacy-bioel.ContextualBiEncoder.v1). {fix}")
     E213 = ("spacy-bioel.TransformerModel.v1 needs spacy-transformers ({problem}). Install "
             "the trf extra: pip install 'spacy-bioel[models,trf]' (it resolves transformers "
-            "below 4.53.3, as spacy-transformers 1.4 requires; README, 'spacy-transformers').")
+            "below 4.53.3, as spacy-transformers 1.4 requires; README, 'Read mentions in context').")
     # paired comparison (compare): E220-E224
     E220 = ("The two systems' records are not the same mentions ({where}). Compare two linkers "
             "on the same DocBin: link it once with each and pass the records in document order.")

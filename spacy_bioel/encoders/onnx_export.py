@@ -10,7 +10,7 @@ int8 is ONNX Runtime's dynamic quantisation with per-channel int8 weights:
 'int8' quantises the MatMul weights (the word-embedding table stays float32),
 'int8-all' the embedding table too (a third of the file and about 30 MB less
 memory; NCBI dev Acc@1 705 float32, 706 'int8', 704 'int8-all' of 787; see the
-README's benchmark).
+benchmark in docs/results/speed.md).
 
 References:
     ONNX Runtime, "Quantize ONNX models" (dynamic quantisation).

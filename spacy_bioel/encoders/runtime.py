@@ -7,7 +7,7 @@
   pipeline saved with it keeps `runtime/mention.onnx`; loading it reads that
   file and the tokenizer (`tokenizers` alone), and builds the PyTorch module
   only when training, a refresh or saving needs it, so it loads in a fraction
-  of the time, and in an environment without PyTorch (see the README).
+  of the time, and in an environment without PyTorch (docs/results/speed.md).
 
 Training, the concept tower (the name index) and the kNN datastore always use
 PyTorch. `threads` (> 0) caps the threads of PyTorch, ONNX Runtime, the BLAS

@@ -120,7 +120,7 @@ class ExactShortcut:
     form decides). With `defer_to_training`, a name that a training mention (the
     kNN datastore's) links to another concept is not shortcut: the corpus'
     convention differs from the KB's there, and the trained model decides. Its
-    accuracy effect is measured in the README; the linker counts its uses
+    accuracy effect is measured in docs/results/speed.md; the linker counts its uses
     (`counts['exact_shortcut']`).
 
     defer_to_training (bool): Leave names the training mentions contradict to the model.

@@ -76,7 +76,7 @@ class NameTable:
         names first, then KB order. Under a model where a mention is one of its
         concept's names drawn uniformly, P(name | concept) = 1 / |names|, so a
         name shared by two concepts points to the one with fewer names (NCBI dev:
-        6 of 6 tied mentions, as KB order; see the README)."""
+        6 of 6 tied mentions, as KB order; see docs/results/baselines.md)."""
         counts = np.diff(np.r_[self.offsets, len(self.names)])
         rank = np.empty(len(counts), dtype=np.int64)
         rank[np.lexsort((np.arange(len(counts)), counts))] = np.arange(len(counts))

@@ -22,7 +22,7 @@ def create_calibrated_nil(threshold: Optional[float] = DEFAULT_THRESHOLD,
                           calibration: Optional[List[float]] = None):
     """A calibrated probability p = sigmoid(a * support + b) that the top candidate
     is right; nil_score = 1 - p; NIL when nil_score >= threshold. calibration = [a, b]
-    (None: the values fitted for the untrained embedded MiniLM, see the README); the
+    (None: the values fitted for the untrained embedded MiniLM, see docs/results/stages.md); the
     default threshold was fitted with it (best BC5CDR-NIL dev NIL F1)."""
     from .stages import DEFAULT_CALIBRATION, ThresholdNIL
     return ThresholdNIL(threshold, calibration or DEFAULT_CALIBRATION,

@@ -14,7 +14,7 @@ user can read and threshold.
   nil_score >= threshold (None: never by score). The behaviour before stages.
 - `ThresholdNIL.v2`: nil_score = 1 - p; NIL when nil_score >= threshold. The
   shipped a, b and threshold were fitted once for the untrained embedded
-  MiniLM (see the README); `python -m spacy_bioel tune` refits them for a
+  MiniLM (docs/results/stages.md, "NIL out of the box"); `python -m spacy_bioel tune` refits them for a
   trained pipeline on its own dev set.
 
 References:
@@ -33,7 +33,7 @@ from ..validation import as_float
 from .threshold import calibrate_nil_threshold
 
 # Fitted once for the untrained embedded MiniLM on BC5CDR-NIL dev (`spacy project run
-# nil-default`; README, "NIL out of the box"): the calibration (a, b) and the threshold on
+# nil-default`; docs/results/stages.md, "NIL out of the box"): the calibration (a, b) and the threshold on
 # nil_score = 1 - p with the best dev NIL F1 (NIL when p < 0.807, i.e. a best cosine below 0.913).
 DEFAULT_CALIBRATION = (13.2047, -10.6192)
 DEFAULT_THRESHOLD = 0.1931

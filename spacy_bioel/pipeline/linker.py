@@ -4,7 +4,7 @@ stages and writes annotations.
 Stages (config blocks): `index`, `candidates`, `shortcut`, `type_filter`,
 `ranker` (kNN-BioEL eqs. 4-6), `nil`, `runtime` (how mentions are encoded at
 prediction: PyTorch or ONNX Runtime); training only: `negatives`, `fgsm`, `biofeg`
-(see the README, "Stages"). How a batch is decided, caches included: `linking`;
+(docs/component.md, "Stages"). How a batch is decided, caches included: `linking`;
 when embeddings are computed (never in `predict` or `to_disk`): `lifecycle`.
 """
 
