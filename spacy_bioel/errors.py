@@ -213,11 +213,9 @@ class Errors(metaclass=ErrorsWithCodes):
             "ranker.knn_lambda, ranker.beta1, ranker.beta2, nil.threshold, "
             "nil.calibration, candidates.sparse_weight) or one of {options}.")
     E173 = ("The linker saved at {path} has format version {found}; this spacy-bioel reads "
-            "up to {expected}. Upgrade spacy-bioel, or re-save the pipeline with the "
-            "version that wrote it.")
-    E174 = ("{path} is a pipeline saved before linking stages (its config has the flat "
-            "setting(s) {keys}). Convert it with `python -m spacy_bioel upgrade-pipeline "
-            "{path} NEW_DIR`, which maps them onto the stage blocks and re-saves it.")
+            "version {expected}. Use the spacy-bioel version that wrote it, or retrain the "
+            "pipeline with this one.")
+    # E174: retired (pipelines saved before linking stages are E173)
     E175 = ("Invalid setting {name} = {value}: expected {expected}. Fix the value (in the "
             "config, the command-line option or --set) and run again.")
     E176 = ("{path} is damaged ({problem}). {remedy}")

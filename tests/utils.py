@@ -42,24 +42,6 @@ def write_toy_linking_data(folder: Path, *, nil: bool = True, repeat: int = 1) -
     kb.to_disk(folder / "kb.bioelkb")
 
 
-OLD_FLAT_SETTINGS = {"n_hard_negatives": 2, "negative_sampling": "hard", "hard_fraction": 0.5,
-                     "fgsm_epsilon": 0.0, "fgsm_weight": 1.0, "index_type": "flat",
-                     "index_backend": "auto", "use_knn": True, "knn_k": 4, "knn_lambda": 0.1,
-                     "knn_beta1": 0.05, "knn_beta2": 1.0, "nil_threshold": None,
-                     "embedding_cache": None}
-
-
-def flatten_linker_block(config, **settings):
-    """Turn a config's bioel_linker block into the pre-stage form: stage blocks and the
-    new attribute names removed, the flat settings (OLD_FLAT_SETTINGS + `settings`) added."""
-    block = config["components"]["bioel_linker"]
-    for stage in ("index", "candidates", "ranker", "nil", "negatives", "fgsm", "type_filter",
-                  "similarity_attr", "probability_attr"):
-        block.pop(stage, None)
-    block.update({**OLD_FLAT_SETTINGS, **settings})
-    return config
-
-
 def tiny_linker_config(tiny_bert_dir, **extra) -> dict:
     """A bioel_linker config on the tests' tiny random BERT (mean pooling, 16 tokens)."""
     return {"model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),

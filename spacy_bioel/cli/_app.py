@@ -106,7 +106,7 @@ def save_tuning(nlp, pipeline: Path, save_to: Optional[Path], write: bool, outpu
 
 
 def load_pipeline(path: Path):
-    """A saved pipeline (E174 for one saved before linking stages; see pipeline.loading)."""
+    """A saved pipeline (see pipeline.loading)."""
     from ..pipeline.loading import load_pipeline as load
 
     return load(path)

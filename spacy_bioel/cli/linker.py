@@ -1,5 +1,5 @@
 """Commands around a bioel_linker pipeline: build an untrained one, tune it on
-dev, rebuild its datastore, upgrade a pipeline saved before linking stages."""
+dev, rebuild its datastore, repair or seal it, swap a stage."""
 from __future__ import annotations
 
 import logging
@@ -96,27 +96,6 @@ def rebuild_datastore(
     n = find_linker(nlp, name).build_datastore(read_docs(list(data)))
     nlp.to_disk(output or pipeline)
     typer.echo(f"Datastore rebuilt with {n} mentions; saved to {output or pipeline}")
-
-
-@app.command("upgrade-pipeline")
-def upgrade_pipeline(
-    pipeline: Path = typer.Argument(..., help="A pipeline saved before linking stages"),
-    output: Path = typer.Argument(..., help="Where to save the upgraded pipeline"),
-    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
-) -> None:
-    """Map the flat bioel_linker settings of an old config.cfg onto the stage
-    blocks (index, candidates, ranker, nil, negatives, fgsm), load the saved
-    component files with it (its tuned values come along) and save the pipeline."""
-    from spacy.util import load_config
-
-    from ..pipeline.loading import load_with_config
-    from ..pipeline.upgrade import upgrade_config
-
-    setup_logging(verbose)
-    config = upgrade_config(load_config(pipeline / "config.cfg", interpolate=False))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    load_with_config(pipeline, config).to_disk(output)
-    typer.echo(f"Upgraded {pipeline} -> {output}")
 
 
 @app.command("repair-pipeline")
@@ -217,23 +196,3 @@ def swap_stage(pipeline: Path, stage: str, new_block: Callable[[Optional[dict]],
     fresh = registry.resolve({"stage": block})["stage"] if block is not None else None
     linker.set_stage(stage, fresh)  # not the saved parameters of the stage it replaces
     return nlp, linker_name
-
-
-@app.command("upgrade-config")
-def upgrade_config_command(
-    config_path: Path = typer.Argument(..., help="A training config with the pre-stage flat bioel_linker settings"),
-    output: Path = typer.Argument(..., help="Where to write the upgraded config"),
-    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
-) -> None:
-    """Rewrite the flat bioel_linker settings of a config (n_hard_negatives, use_knn,
-    nil_threshold, ...) as stage blocks with the same behaviour."""
-    setup_logging(verbose)
-    from spacy.util import load_config
-
-    from ..pipeline.upgrade import flat_keys, upgrade_config
-
-    config = load_config(config_path, interpolate=False)
-    old = flat_keys(config)
-    upgrade_config(config).to_disk(output, interpolate=False)
-    typer.echo(f"Upgraded {sum(len(v) for v in old.values())} setting(s) of {sorted(old)}; "
-               f"wrote {output}")

@@ -11,7 +11,6 @@ from ..errors import BioELError, Errors
 from ..kb.knowledge_base import KnowledgeBase
 from .linker import BioELLinker
 from .serialize import REBUILD_PARTS
-from .upgrade import flat_keys
 
 
 def find_linker(nlp: Language, name: Optional[str] = None) -> BioELLinker:
@@ -24,9 +23,8 @@ def find_linker(nlp: Language, name: Optional[str] = None) -> BioELLinker:
 
 
 def load_pipeline(path: Union[str, Path]) -> Language:
-    """spacy.load, with E174 for a pipeline saved before linking stages (its
-    config would otherwise fail with confection's 'unexpected argument'), and E231
-    for a folder holding a link out of it or a special file.
+    """spacy.load, with E240 for a config.cfg or meta.json that does not parse and
+    E231 for a folder holding a link out of it or a special file.
 
     A saved pipeline's config.cfg can name any function registered in spaCy's
     registries by the packages installed in the environment, as spaCy's own
@@ -43,9 +41,7 @@ def load_pipeline(path: Union[str, Path]) -> Language:
         _read_checked(Path(path) / "meta.json", _read_meta)
     config_path = Path(path) / "config.cfg"
     if config_path.exists():
-        old = flat_keys(_read_checked(config_path, lambda p: load_config(p, interpolate=False)))
-        if old:
-            raise BioELError(Errors.E174.format(path=path, keys=sorted(set(sum(old.values(), [])))))
+        _read_checked(config_path, lambda p: load_config(p, interpolate=False))
     return spacy.load(path)
 
 

@@ -6,8 +6,8 @@ works for each key): `cfg` (settings, the tuned stage parameters and a format
 version), `kb`, `index` (the dense store with the name embeddings),
 `datastore`, `train_mentions`, `encoder` (tokenizer + transformer config, so
 the module is built before its weights load) and `model` (weights). Nothing is
-encoded while saving. A component directory saved before stages (version 1,
-flat cfg) still loads: its tuned values map onto the stages.
+encoded while saving. A format this version does not read (1, the flat cfg
+before linking stages, or one newer than FORMAT_VERSION) is E173.
 """
 from __future__ import annotations
 
@@ -37,10 +37,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 FORMAT_VERSION = 2
 STAGES = ("ranker", "nil", "candidates", "shortcut")
-# pre-stage cfg keys (v1 pipelines, `evaluate --set`) -> stage parameters
-LEGACY_OPTIONS = {"use_knn": "ranker.use_knn", "knn_k": "ranker.knn_k",
-                  "knn_lambda": "ranker.knn_lambda", "knn_beta1": "ranker.beta1",
-                  "knn_beta2": "ranker.beta2", "nil_threshold": "nil.threshold"}
 
 
 # prediction settings of the component and their checks (E175)
@@ -75,10 +71,10 @@ def set_option(linker: "BioELLinker", key: str, value: Any) -> None:
     if key in SETTINGS:
         linker.cfg[key] = SETTINGS[key](value)
         return
-    stage, _, param = LEGACY_OPTIONS.get(key, key).partition(".")
+    stage, _, param = key.partition(".")
     target = getattr(linker, stage, None) if stage in STAGES else None
     if not param or not hasattr(target, "set_params") or param not in target.get_params():
-        raise BioELError(Errors.E172.format(key=key, options=sorted(LEGACY_OPTIONS) + sorted(SETTINGS)))
+        raise BioELError(Errors.E172.format(key=key, options=sorted(SETTINGS)))
     target.set_params(**{param: value})
 
 
@@ -138,13 +134,8 @@ def from_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> "BioELLink
         raise damaged(path / "cfg", "cfg", f"version {version!r}")
     if version > FORMAT_VERSION:
         raise BioELError(Errors.E173.format(path=path, found=version, expected=FORMAT_VERSION))
-    if version == 1:  # flat cfg of the pipelines saved before stages
-        saved = {"initialized": True, "dim": saved.get("dim"),
-                 "encoder_attrs": saved.get("encoder_attrs", {}), "settings": {},
-                 "stages": {"ranker": {k[len("knn_"):] if k.startswith("knn_beta") else k: saved[k]
-                                       for k in ("use_knn", "knn_k", "knn_lambda", "knn_beta1",
-                                                 "knn_beta2") if k in saved},
-                            "nil": {"threshold": _legacy_threshold(saved.get("nil_threshold"))}}}
+    if version < FORMAT_VERSION:  # format 1: the flat settings before linking stages
+        raise BioELError(Errors.E173.format(path=path, found=version, expected=FORMAT_VERSION))
     _check_attrs(path, saved.get("encoder_attrs", {}), linker.model.attrs)
     for stage, params in saved.get("stages", {}).items():
         if hasattr(getattr(linker, stage, None), "set_params"):
@@ -179,11 +170,6 @@ def from_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> "BioELLink
     if "train_mentions" in parts:
         linker.train_mentions = _read(path / "train_mentions", "train_mentions", _read_mentions)
     return linker
-
-
-def _legacy_threshold(value: Any) -> Any:
-    """A v1 pipeline's nil_threshold: above 1 meant 'never NIL by score', now None."""
-    return None if isinstance(value, (int, float)) and value > 1 else value
 
 
 def _load_weights(linker: "BioELLinker", path: Path, dim: Optional[int], exclude) -> None:
@@ -300,6 +286,6 @@ def unpack_folder(files: Dict[str, bytes], folder: Path) -> None:
 
 
 __all__ = ["to_disk", "from_disk", "to_bytes",
-           "from_bytes", "name_cache_key", "set_option", "LEGACY_OPTIONS", "FORMAT_VERSION",
+           "from_bytes", "name_cache_key", "set_option", "FORMAT_VERSION",
            "MANIFEST", "write_manifest", "REBUILD_PARTS", "pack_folder", "unpack_folder",
            "read_payload"]

@@ -153,7 +153,7 @@ def test_nil_threshold_flags(trained):
         assert all(e._.kb_ents for e in doc.ents)  # candidates are still written
         with pytest.raises(BioELError, match="E175"):  # above nil_score's range: never reached
             linker.set_option("nil.threshold", 1.01)
-        linker.set_option("nil_threshold", None)  # the pre-stage name: never NIL by score
+        linker.set_option("nil.threshold", None)  # never NIL by score
         assert not any(e._.is_nil for e in nlp(gold_spans_doc(nlp, make_doc(nlp, *TRAIN[0]))).ents)
         with pytest.raises(BioELError, match="E172"):
             linker.set_option("knn_gamma", 1)
@@ -313,43 +313,22 @@ def test_uninitialised_pipeline_saves_and_loads(tiny_bert_dir, tmp_path):
         loaded(doc)
 
 
-def test_pipelines_saved_before_stages(trained, tmp_path):
-    """A component directory of the flat format (version 1) loads with its tuned
-    values; a config with the flat settings gets E174, and upgrade-pipeline
-    converts it; a format from the future gets E173."""
+@pytest.mark.parametrize("version", [1, 99])
+def test_a_format_this_version_does_not_read_is_named(trained, tmp_path, version):
+    """Format 1 (the flat cfg before linking stages) and a format from the future
+    are E173, which names the folder and the version found."""
     import srsly
-    from thinc.api import Config
-    from typer.testing import CliRunner
-
-    from spacy_bioel.cli import app
-    from spacy_bioel.pipeline.loading import load_pipeline
 
     nlp, _, _ = trained
-    nlp.to_disk(tmp_path / "old")
-    component = tmp_path / "old" / "bioel_linker"
-    (component / "manifest.json").unlink()  # pipelines of that format had none
+    nlp.to_disk(tmp_path / "p")
+    component = tmp_path / "p" / "bioel_linker"
     saved = srsly.read_json(component / "cfg")
-    srsly.write_json(component / "cfg", {
-        "n_hard_negatives": 2, "top_k": 5, "use_knn": False, "knn_k": 1, "knn_lambda": 0.3,
-        "knn_beta1": 0.1, "knn_beta2": 0.5, "nil_threshold": 0.25, "epoch_seconds": [1.0],
-        "dim": saved["dim"], "encoder_attrs": saved["encoder_attrs"]})
-    from tests.utils import flatten_linker_block
-
-    config = flatten_linker_block(Config().from_disk(tmp_path / "old" / "config.cfg"))
-    config.to_disk(tmp_path / "old" / "config.cfg")
-    with pytest.raises(BioELError, match="E174"):
-        load_pipeline(tmp_path / "old")
-    result = CliRunner().invoke(app, ["upgrade-pipeline", str(tmp_path / "old"), str(tmp_path / "new")])
-    assert result.exit_code == 0, result.output + repr(result.exception)
-    upgraded = load_pipeline(tmp_path / "new")
-    linker = upgraded.get_pipe("bioel_linker")
-    assert (linker.ranker.use_knn, linker.ranker.knn_k, linker.ranker.beta2) == (False, 1, 0.5)
-    assert linker.nil.threshold == 0.25 and linker.nil.nil_score_from == "similarity"
-    assert [x[0] for x in linked(upgraded, TRAIN)] == [cid for _, s in TRAIN for _, _, cid in s]
+    drop_manifest(component)  # past the manifest: the cfg's version itself is read
     srsly.write_json(component / "cfg", {**{k: v for k, v in saved.items() if k != "manifest"},
-                                         "version": 99})
-    with pytest.raises(BioELError, match="E173"):
-        nlp.get_pipe("bioel_linker").__class__.from_disk(linker, component)
+                                         "version": version})
+    with pytest.raises(BioELError, match="E173") as err:
+        spacy.load(tmp_path / "p")
+    assert f"format version {version}" in str(err.value) and str(component) in str(err.value)
 
 
 def test_tuning_scores_exactly_as_predict(trained):

@@ -57,7 +57,7 @@ def test_init_tune_rebuild_evaluate(tiny_bert_dir, tmp_path):
     assert result.exit_code == 0, result.output + repr(result.exception)
     assert len(spacy.load(tmp_path / "pipe2").get_pipe("bioel_linker").datastore) == 3
     result = runner.invoke(app, ["evaluate", str(tmp_path / "pipe"), str(tmp_path / "data.spacy"),
-                                 "--kb", str(tmp_path / "kb.bioelkb"), "--set", "use_knn=false",
+                                 "--kb", str(tmp_path / "kb.bioelkb"), "--set", "ranker.use_knn=false",
                                  "--label", "tiny", "--bootstrap", "10",
                                  "--output", str(tmp_path / "m.json")])
     assert result.exit_code == 0, result.output + repr(result.exception)
@@ -95,28 +95,3 @@ def test_set_stage_swaps_candidates_and_adds_a_type_filter(tiny_bert_dir, tmp_pa
                                  "--param", 'allowed={"Disease": ["nope"]}'])
     assert result.exit_code != 0 and "E171" in repr(result.exception)  # no concept has the type
 
-
-def test_upgrade_config_maps_flat_settings_onto_stages(tmp_path):
-    from spacy.util import load_model_from_config
-    from thinc.api import Config
-
-    from tests.utils import flatten_linker_block
-
-    config = flatten_linker_block(
-        Config().from_disk(REPO_CONFIG.parent / "linker_proxy.cfg", interpolate=False),
-        n_hard_negatives=3, negative_sampling="mixed", hard_fraction=0.25, fgsm_epsilon=0.001,
-        fgsm_weight=0.5, index_type="hnsw", index_backend="faiss", use_knn=False, knn_k=8,
-        knn_lambda=0.2, knn_beta1=0.1, knn_beta2=0.5, nil_threshold=0.3)
-    config.to_disk(tmp_path / "old.cfg", interpolate=False)
-    result = CliRunner().invoke(app, ["upgrade-config", str(tmp_path / "old.cfg"),
-                                      str(tmp_path / "new.cfg")])
-    assert result.exit_code == 0, result.output + repr(result.exception)
-    new = Config().from_disk(tmp_path / "new.cfg", overrides={"paths.kb": "kb.bioelkb"})
-    nlp = load_model_from_config(new, auto_fill=True, validate=True)
-    linker = nlp.get_pipe("bioel_linker")
-    assert (linker.negatives.n, linker.negatives.hard_fraction) == (3, 0.25)
-    assert (linker.fgsm.epsilon, linker.fgsm.weight) == (0.001, 0.5)
-    assert (linker.index.index_type, linker.index.backend) == ("hnsw", "faiss")
-    assert linker.ranker.get_params() == {"use_knn": False, "knn_k": 8, "knn_lambda": 0.2,
-                                          "beta1": 0.1, "beta2": 0.5}
-    assert linker.nil.threshold == 0.3 and linker.nil.nil_score_from == "similarity"
