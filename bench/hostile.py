@@ -123,6 +123,20 @@ def cli_expect(ws: Workspace, *args: Any) -> str:
     return out
 
 
+def _harm_after(run: Callable[[], Any], harm: Callable[[], Optional[str]]) -> Optional[str]:
+    """Run `run`; whether it raises or not, the harm `harm()` finds afterwards (a file
+    written outside, code run, an input deleted) is the case's result. Without
+    harm, what `run` raised propagates (the classification reads it)."""
+    try:
+        run()
+    except BaseException:
+        found = harm()
+        if found:
+            return found
+        raise
+    return harm()
+
+
 # -- payloads and weights ---------------------------------------------------------------
 def _payload(ws: Workspace, name: str) -> Optional[str]:
     import spacy
@@ -133,12 +147,9 @@ def _payload(ws: Workspace, name: str) -> Optional[str]:
     files = srsly.msgpack_loads(linker.to_bytes())
     target = ws.folder("outside") / "written.txt"
     files[name.format(target=target)] = b"attacker's bytes"
-    try:
-        linker.from_bytes(srsly.msgpack_dumps(files))
-    finally:
-        if target.exists() or Path("written.txt").exists():
-            return "the payload wrote a file outside its folder"
-    return None
+    return _harm_after(lambda: linker.from_bytes(srsly.msgpack_dumps(files)),
+                       lambda: "the payload wrote a file outside its folder"
+                       if target.exists() or Path("written.txt").exists() else None)
 
 
 def _poisoned_weights(ws: Workspace, force_env: bool) -> Optional[str]:
@@ -176,12 +187,8 @@ def _poisoned_weights(ws: Workspace, force_env: bool) -> Optional[str]:
     write_manifest(path / "bioel_linker")  # a matching manifest: only the loader stands between
     env = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"} if force_env else {}
     with _environ(env):
-        try:
-            spacy.load(path)
-        finally:
-            if marker.exists():
-                return "loading ran the pickle's code"
-    return None
+        return _harm_after(lambda: spacy.load(path),
+                           lambda: "loading ran the pickle's code" if marker.exists() else None)
 
 
 def _poisoned_checkpoint(ws: Workspace) -> Optional[str]:
@@ -203,12 +210,10 @@ def _poisoned_checkpoint(ws: Workspace) -> Optional[str]:
                                                   "losses": []}))
     torch.save({"model": Evil()}, folder / "state.pt", pickle_module=pickle)
     model = torch.nn.Linear(2, 2)
-    try:
-        _resume(folder, identity, model, torch.optim.SGD(model.parameters(), lr=0.1), restart=False)
-    finally:
-        if marker.exists():
-            return "resuming ran the checkpoint's code"
-    return None
+    return _harm_after(
+        lambda: _resume(folder, identity, model, torch.optim.SGD(model.parameters(), lr=0.1),
+                        restart=False),
+        lambda: "resuming ran the checkpoint's code" if marker.exists() else None)
 
 
 @contextlib.contextmanager
@@ -440,12 +445,10 @@ def _gz_truncated(folder: Path) -> Path:
 def _in_place(ws: Workspace) -> Optional[str]:
     folder = ws.folder("inplace")
     _write_jsonl(folder / "part-0.jsonl", _rows(3, "x"))
-    try:
-        cli_expect(ws, "link-corpus", ws.pipeline, folder, folder, "--overwrite")
-    finally:
-        if not (folder / "part-0.jsonl").exists():
-            return "the input was deleted"
-    return "linking a folder into itself was accepted"
+    return _harm_after(
+        lambda: cli_expect(ws, "link-corpus", ws.pipeline, folder, folder, "--overwrite"),
+        lambda: None if (folder / "part-0.jsonl").exists() else "the input was deleted",
+    ) or "linking a folder into itself was accepted"
 
 
 def _repeated_ids(folder: Path) -> Path:

@@ -20,8 +20,9 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import uuid
 from pathlib import Path, PurePosixPath
-from typing import Callable, List, Union
+from typing import Callable, Union
 
 logger = logging.getLogger(__name__)
 
@@ -29,9 +30,11 @@ CHUNK = 1 << 24
 
 
 def replace_file(path: Union[str, Path], write: Callable[[Path], None]) -> None:
-    """Call `write(temporary path)` in `path`'s folder, then rename it to `path`."""
+    """Call `write(temporary path)` in `path`'s folder, then rename it to `path`. The
+    temporary name is unique per call, so concurrent writers (processes or threads)
+    never share one; the last rename wins, whole."""
     path = Path(path)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         write(partial)
         os.replace(partial, path)
@@ -147,32 +150,25 @@ def _kind(mode: int) -> str:
     return "a special file"
 
 
-def check_tree(folder: Union[str, Path], names: Union[None, List[str]] = None) -> None:
-    """E231 when `folder` (or only its entries `names`, recursively) holds a
-    symbolic link that leads outside `folder`, or anything but regular files
-    and folders (a FIFO would hang a reader)."""
+def check_tree(folder: Union[str, Path]) -> None:
+    """E231 when `folder` holds (at any depth) a symbolic link that leads outside
+    it, or anything but regular files and folders (a FIFO would hang a reader)."""
     from .errors import BioELError, Errors
 
     folder = Path(folder)
     root = folder.resolve()
-    tops = [folder / n for n in names] if names is not None else [folder]
-    for top in tops:
-        if not os.path.lexists(top):
-            continue
-        walk = os.walk(top, followlinks=False) if top.is_dir() and not top.is_symlink() \
-            else [(str(top.parent), [], [top.name])]
-        for base, dirs, files in walk:
-            for name in dirs + files:
-                path = Path(base) / name
-                mode = os.lstat(path).st_mode
-                if stat.S_ISLNK(mode):
-                    resolved = path.resolve()
-                    if resolved != root and root not in resolved.parents:
-                        raise BioELError(Errors.E231.format(
-                            path=path, kind=f"a symbolic link to {resolved}, outside {folder}"))
-                    mode = os.stat(path).st_mode
-                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                    raise BioELError(Errors.E231.format(path=path, kind=_kind(mode)))
+    for base, dirs, files in os.walk(folder, followlinks=False):
+        for name in dirs + files:
+            path = Path(base) / name
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                resolved = path.resolve()
+                if resolved != root and root not in resolved.parents:
+                    raise BioELError(Errors.E231.format(
+                        path=path, kind=f"a symbolic link to {resolved}, outside {folder}"))
+                mode = os.stat(path).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise BioELError(Errors.E231.format(path=path, kind=_kind(mode)))
 
 
 __all__ = ["replace_file", "PinnedFile", "member", "unlink_links", "check_tree", "sha256_of"]

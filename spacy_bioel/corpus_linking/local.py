@@ -2,14 +2,13 @@
 documents each."""
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Sequence
 
 from ..progress import progress_bar
 from .records import Record, iter_shard
-from .worker import LinkWorker
+from .worker import LinkWorker, summarize
 
 
 def batches(shards: Sequence[Path], size: int) -> Iterator[List[Record]]:
@@ -42,16 +41,4 @@ def link_local(shards: Sequence[Path], pipeline: str, output_dir: Path, *, batch
             "seconds": round(time.perf_counter() - started, 2)}
 
 
-def summarize(summaries: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
-    """The counts of a run from its batches' summaries (`LinkWorker.link_and_write`)."""
-    by_shard: Dict[str, int] = {}
-    for summary in summaries:
-        for shard, count in json.loads(summary["skipped_by_shard"]).items():
-            by_shard[shard] = by_shard.get(shard, 0) + int(count)
-    return {"documents": sum(int(s["documents"]) for s in summaries),
-            "mentions": sum(int(s["mentions"]) for s in summaries),
-            "skipped_mentions": sum(by_shard.values()), "skipped_by_shard": by_shard,
-            "parts": len({s["part"] for s in summaries})}
-
-
-__all__ = ["batches", "link_local", "summarize"]
+__all__ = ["batches", "link_local"]

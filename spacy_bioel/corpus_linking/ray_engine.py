@@ -123,7 +123,7 @@ def link_ray(shards: Sequence[Path], pipeline: str, output_dir: Path, *, num_wor
         summaries = ds.take_all()
     except Exception as err:  # Ray wraps a worker's error in its own types and a traceback
         raise coded_error(err) from None
-    from .local import summarize
+    from .worker import summarize
 
     return {"engine": "ray", "workers": num_workers, "address": address or "local",
             **summarize(summaries), "seconds": round(time.perf_counter() - started, 2)}

@@ -28,14 +28,13 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
-import uuid
 import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ..errors import BioELError, Errors
+from ..files import replace_file
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 PUBTATOR_SUFFIXES = (".txt", ".pubtator")
@@ -256,11 +255,12 @@ def write_part(output_dir: Path, records: Sequence[Record], origins: Sequence[Se
     """Write one part file atomically (temporary name, then rename)."""
     output_dir.mkdir(parents=True, exist_ok=True)
     path = output_dir / part_name(origins)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+
+    def write(partial: Path) -> None:
+        with open(partial, "w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    replace_file(path, write)
     return path
 
 

@@ -98,6 +98,18 @@ class LinkWorker:
                 "skipped": sum(by_shard.values()), "skipped_by_shard": json.dumps(by_shard)}
 
 
+def summarize(summaries: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """The counts of a run from its batches' summaries (`LinkWorker.link_and_write`)."""
+    by_shard: Dict[str, int] = {}
+    for summary in summaries:
+        for shard, count in json.loads(summary["skipped_by_shard"]).items():
+            by_shard[shard] = by_shard.get(shard, 0) + int(count)
+    return {"documents": sum(int(s["documents"]) for s in summaries),
+            "mentions": sum(int(s["mentions"]) for s in summaries),
+            "skipped_mentions": sum(by_shard.values()), "skipped_by_shard": by_shard,
+            "parts": len({s["part"] for s in summaries})}
+
+
 def _where(record: Record) -> str:
     shard, position = record["origin"]
     return f"{shard} (document {record['id']!r} at {position})"
@@ -113,4 +125,4 @@ def _load_package(name: str):
     return spacy.load(name)
 
 
-__all__ = ["LinkWorker"]
+__all__ = ["LinkWorker", "summarize"]

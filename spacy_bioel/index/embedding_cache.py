@@ -145,8 +145,7 @@ class EmbeddingCache:
     def assemble(self, chunks: Dict[int, Path], dim: int) -> np.ndarray:
         """Join the chunks into the entry's file and record, then drop the chunks.
         RETURNS (np.ndarray): the embeddings (a read-only memory map)."""
-        partial = self.path.with_name(f".{self.path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-        try:
+        def write(partial: Path) -> None:  # the record first: a file never stands without one
             out = np.lib.format.open_memmap(partial, mode="w+", dtype=self.dtype,
                                             shape=(self.rows, dim))
             for start, path in sorted(chunks.items()):
@@ -157,10 +156,7 @@ class EmbeddingCache:
             record = {"shape": [self.rows, dim], "dtype": self.dtype.name,
                       "sha256": sha256_of(partial)}
             replace_file(self.record, lambda p: p.write_text(json.dumps(record), encoding="utf-8"))
-            os.replace(partial, self.path)
-        finally:
-            if partial.exists():
-                partial.unlink()
+        replace_file(self.path, write)
         shutil.rmtree(self.chunks, ignore_errors=True)
         return np.load(self.path, mmap_mode="r", allow_pickle=False)
 

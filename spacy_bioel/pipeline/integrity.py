@@ -10,9 +10,10 @@ before it: `../config.cfg`, the tokenizer and the folders of the components
 before it byte for byte, and `../meta.json` by the keys that shape the
 pipeline (`META_KEYS`: its language and components; `spacy package` rewrites
 the descriptive rest, name, version and requirements, when it builds a wheel).
-The vocab and the components after it are written later and are not covered. A changed one of these is E233. A pipeline whose
-cfg says a manifest was written and which has none is E232: deleting the
-manifest does not turn verification off."""
+The vocab and the components after it are written later and are not covered.
+A changed one of these is E233. A pipeline whose cfg says a manifest was
+written and which has none is E232: deleting the manifest does not turn
+verification off."""
 from __future__ import annotations
 
 import hashlib
@@ -84,8 +85,6 @@ def _meta_digest(path: Path) -> str:
 
 
 def _listing(root: Path, prefix: str = "") -> Dict[str, Dict[str, object]]:
-    if prefix == "../meta.json/":
-        return {"../meta.json": {"keys": list(META_KEYS), "sha256": _meta_digest(root)}}
     if root.is_file():
         return {prefix.rstrip("/"): {"size": root.stat().st_size, "sha256": sha256_of(root)}}
     return {prefix + p.relative_to(root).as_posix(): {"size": p.stat().st_size, "sha256": sha256_of(p)}
@@ -98,7 +97,9 @@ def write_manifest(path: Path) -> None:
     the pipeline's files written before it (`pipeline_entries`, as '../NAME')."""
     files = _listing(path)
     for entry in pipeline_entries(path):
-        if (path.parent / entry).exists():
+        if entry == "meta.json":
+            files["../meta.json"] = {"keys": list(META_KEYS), "sha256": _meta_digest(path.parent / entry)}
+        elif (path.parent / entry).exists():
             files.update(_listing(path.parent / entry, f"../{entry}/"))
     replace_file(path / MANIFEST, lambda p: srsly.write_json(p, {"version": 2, "files": files}))
 

@@ -132,9 +132,7 @@ def from_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> "BioELLink
     version = saved.get("version", 1)
     if not isinstance(version, int):
         raise damaged(path / "cfg", "cfg", f"version {version!r}")
-    if version > FORMAT_VERSION:
-        raise BioELError(Errors.E173.format(path=path, found=version, expected=FORMAT_VERSION))
-    if version < FORMAT_VERSION:  # format 1: the flat settings before linking stages
+    if version != FORMAT_VERSION:  # 1: the flat settings before linking stages; or newer
         raise BioELError(Errors.E173.format(path=path, found=version, expected=FORMAT_VERSION))
     _check_attrs(path, saved.get("encoder_attrs", {}), linker.model.attrs)
     for stage, params in saved.get("stages", {}).items():
@@ -276,12 +274,10 @@ def pack_folder(folder: Path) -> Dict[str, Any]:
 def unpack_folder(files: Dict[str, bytes], folder: Path) -> None:
     """Write `pack_folder`'s payload under `folder`; a name that leads outside it
     (absolute, '..', through a link) is E230 before anything is written."""
-    targets = {name: member(folder, name) for name in files}
+    targets = {name: member(folder, name) for name in files}  # every name checked first
     for name, content in files.items():
-        target = targets[name]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        member(folder, name)  # a link made by an earlier entry's folder is refused here too
-        with open(target, "xb") as handle:  # a fresh file: never through an existing link
+        targets[name].parent.mkdir(parents=True, exist_ok=True)
+        with open(targets[name], "xb") as handle:  # a fresh file: never through an existing link
             handle.write(content)
 
 
