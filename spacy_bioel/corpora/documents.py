@@ -5,13 +5,14 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Tuple
-
-from spacy.language import Language
-from spacy.tokens import Doc, Span
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from ..kb.ids import COMPOSITE_SEPARATORS, parse_gold_ids, split_gold_ids
 from ..kb.knowledge_base import NIL, KnowledgeBase
+
+if TYPE_CHECKING:  # the records and the report need no spaCy (the pure-torch GPU check reads them)
+    from spacy.language import Language
+    from spacy.tokens import Doc, Span
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +123,8 @@ def tokens_aligned_to(nlp: Language, text: str, boundaries: Iterable[int]) -> Do
     The text is cut at the boundaries, each piece is tokenised with the
     pipeline's tokenizer, and the pieces are joined; `doc.text == text` holds.
     """
+    from spacy.tokens import Doc
+
     cuts = sorted({b for b in boundaries if 0 < b < len(text)})
     words: List[str] = []
     spaces: List[bool] = []
@@ -175,6 +178,8 @@ def build_doc(nlp: Language, document: SourceDocument, report: ConversionReport)
 
 def single_mention_doc(nlp: Language, doc_id: str, text: str, label: str, kb_id: str) -> Doc:
     """A doc whose one entity spans its whole (stripped) text: a normalisation query."""
+    from spacy.tokens import Span
+
     text = text.strip()
     doc = nlp.make_doc(text)
     doc.user_data[DOC_ID_KEY] = doc_id

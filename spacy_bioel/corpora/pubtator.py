@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
-
-from spacy.language import Language
-from spacy.tokens import Doc
+from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ..errors import CorpusFormatError, Errors, Warnings, warn
 from ..kb.io import iter_lines
@@ -30,6 +27,10 @@ from ..progress import progress_bar
 from ..validation import as_choice
 from .documents import (MISSING_POLICIES, ConversionReport, Mention, SourceDocument, build_doc,
                         normalize_mention_ids, parse_gold_ids)
+
+if TYPE_CHECKING:  # `read_pubtator` needs no spaCy
+    from spacy.language import Language
+    from spacy.tokens import Doc
 
 logger = logging.getLogger(__name__)
 

@@ -161,8 +161,9 @@ def freeze_bottom(transformer: nn.Module, n_layers: int, name: str = "") -> None
 
 def load_transformer(name_or_path: str, *, config_only: bool = False):
     """Load (tokenizer, model) from a local directory, the embedded default, or
-    a hub name. `config_only` builds random weights from the config (used
-    before loading saved weights)."""
+    a hub name, the weights in float32 whatever dtype they were saved in.
+    `config_only` builds random weights from the config (used before loading
+    saved weights)."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     from ..progress import quiet_library_bars
@@ -179,7 +180,10 @@ def load_transformer(name_or_path: str, *, config_only: bool = False):
             model = AutoModel.from_config(AutoConfig.from_pretrained(path))
     else:
         model = AutoModel.from_pretrained(path)
-    return tokenizer, model
+    # transformers 5 keeps a checkpoint's dtype (4 made float32): a float16 or
+    # bfloat16 checkpoint would train in half precision (NaN on a CPU) and save
+    # so; the towers train in float32 (autocast adds half precision on CUDA)
+    return tokenizer, model.float()
 
 
 @torch.no_grad()

@@ -9,8 +9,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-import srsly
-
 from ..errors import BioELError, Errors, KBFormatError, Warnings
 from .concept import Concept
 from .normalize import normalize_text
@@ -289,6 +287,8 @@ class KnowledgeBase:
             "relations": [[list(r) for r in c.relations] for c in concepts],
             "alt_map": self._alt_to_primary,
         }
+        import srsly
+
         body = zlib.compress(srsly.msgpack_dumps(payload), 6)
         return KB_MAGIC + KB_FORMAT_VERSION.to_bytes(2, "little") + body
 
@@ -303,6 +303,8 @@ class KnowledgeBase:
             raise BioELError(Errors.E005.format(path=path, found=version,
                                                 expected=KB_FORMAT_VERSION))
         try:
+            import srsly
+
             payload = srsly.msgpack_loads(_inflate(data[len(KB_MAGIC) + 2:]))
             kb = cls(strip_prefixes=payload["strip_prefixes"], name=payload["name"])
             kb.meta = dict(payload["meta"])

@@ -1,0 +1,99 @@
+"""The GPU check (`python -m bench.gpu_check`) on CPU with a tiny bundle: the
+whole path (pre-training, training with hard negatives, evaluation, JSON and
+markdown) in a process where spaCy, thinc, faiss and srsly cannot be imported,
+as on the lent GPU machine."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.gpu_check import MEDIC_FILE, NCBI_FILES, read_recipe
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MEDIC = """\
+MESH:D001||colon cancer|colorectal carcinoma|cancer of the colon
+MESH:D002|OMIM:100||breast cancer|mammary carcinoma|breast tumour
+MESH:D003||migraine|migraine headache|hemicrania
+MESH:D004||asthma|bronchial asthma
+MESH:D005||diabetes|diabetes mellitus|sugar diabetes
+"""
+
+
+def pubtator(doc_id: str, title: str, abstract: str, mentions) -> str:
+    text = f"{title} {abstract}"
+    lines = [f"{doc_id}|t|{title}", f"{doc_id}|a|{abstract}"]
+    for mention, gold in mentions:
+        start = text.index(mention)
+        lines.append(f"{doc_id}\t{start}\t{start + len(mention)}\t{mention}\tDisease\t{gold}")
+    return "\n".join(lines) + "\n\n"
+
+
+CORPUS = (pubtator("1", "Colon cancer and asthma.", "Mammary carcinoma (MC) was seen; MC grew.",
+                   [("Colon cancer", "D001"), ("asthma", "D004"), ("Mammary carcinoma", "D002"),
+                    ("MC", "OMIM:100")])
+          + pubtator("2", "Migraine headache in diabetes.", "No xyzzy disease here.",
+                     [("Migraine headache", "D003"), ("diabetes", "D005"), ("xyzzy disease", "-1")])
+          + pubtator("3", "Bronchial asthma or colon tumour.", "Both.",
+                     [("Bronchial asthma", "D004"), ("colon tumour", "D001|D002")]))
+
+BLOCKED = ["spacy", "thinc", "faiss", "srsly", "confection"]
+
+
+@pytest.fixture
+def bundle(tmp_path, tiny_bert_dir):
+    folder = tmp_path / "bundle"
+    (folder / "ncbi").mkdir(parents=True)
+    (folder / MEDIC_FILE).write_text(MEDIC, encoding="utf-8")
+    for name in NCBI_FILES.values():
+        (folder / "ncbi" / name).write_text(CORPUS, encoding="utf-8")
+    shutil.copytree(tiny_bert_dir, folder / "encoder")
+    return folder
+
+
+def test_gpu_check_runs_without_spacy_on_cpu(bundle, tmp_path):
+    output = tmp_path / "out"
+    args = ["run", "--bundle", str(bundle), "--gpu-id", "-1", "--output", str(output),
+            "--pretrain-steps", "2", "--pretrain-batch-size", "4", "--max-epochs", "2",
+            "--config", str(ROOT / "configs" / "linker.cfg")]
+    script = (f"import sys\nfor name in {BLOCKED!r}: sys.modules[name] = None\n"
+              f"from bench.gpu_check import main\nsys.exit(main({args!r}))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((output / "gpu_check.json").read_text())
+    # 3 docs x 3 splits: the NIL mention is skipped and counted; the composite keeps both parts
+    assert report["corpora"]["test"] == {"documents": 3, "mentions": 8, "nil_skipped": 1,
+                                         "unknown_gold": 0}
+    assert report["kb"] == {"name": "MEDIC 2012", "concepts": 5, "names": 14}
+    assert report["pretraining"]["steps"] == 2
+    epochs = report["training"]["epochs"]
+    assert [e["epoch"] for e in epochs] == [1, 2]
+    # 3 documents at 8 per batch: one step an epoch, with a finite InfoNCE loss
+    assert all(e["steps"] == 1 and e["mean_loss"] > 0 and e["train_s"] > 0 for e in epochs)
+    assert report["test"]["mentions"] == 8
+    assert 0.0 <= report["test"]["acc@1"] <= report["test"]["acc@5"] <= 1.0
+    assert report["recipe"]["temperature"] == 0.05 and report["recipe"]["negatives"] == 4
+    assert report["gpu_memory"]["max_allocated_gib"] is None  # CPU
+    assert report["index"] == {"backend": "torch", "device": "cpu"}
+    assert "| best epoch" in (output / "gpu_check.md").read_text()
+    assert not (output / "pretrained").exists()  # removed unless --keep-pretrained
+
+
+def test_recipe_is_read_from_the_config(tmp_path):
+    recipe = read_recipe(ROOT / "configs" / "linker.cfg")
+    assert (recipe.learn_rate, recipe.docs_per_batch, recipe.max_epochs, recipe.max_length) == \
+        (2e-5, 8, 5, 25)
+    frozen = ROOT / "configs" / "linker_cpu.cfg"
+    with pytest.raises(ValueError, match="train_concept_tower"):
+        read_recipe(frozen)
+
+
+def test_bundle_names_what_is_missing(tmp_path):
+    from bench.gpu_check import main
+
+    with pytest.raises(SystemExit, match="ncbi_disease"):
+        main(["bundle", "--data-root", str(tmp_path), "--output", str(tmp_path / "b")])
