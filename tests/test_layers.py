@@ -46,3 +46,56 @@ def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
     source = fake.read_text(encoding="utf-8") + "\n\ndef _x():\n    from ..corpora.documents import Mention\n"
     monkeypatch.setattr(Path, "read_text", lambda self, encoding=None: source)
     assert ("corpora" in [name for _, name in imported_subpackages(fake)])
+
+
+def sibling_imports(path: Path):
+    """Modules of the same subpackage that `path` imports (any level: module,
+    function or TYPE_CHECKING block)."""
+    package = path.parent
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module:
+                yield node.module.split(".")[0]
+            else:  # from . import a, b
+                yield from (alias.name for alias in node.names
+                            if (package / f"{alias.name}.py").exists())
+
+
+def find_cycle(graph):
+    """One cycle of a {module: {imported modules}} graph, or None."""
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        state[node] = "done"
+        stack.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+@pytest.mark.parametrize("subpackage", sorted(p.name for p in PACKAGE.iterdir()
+                                               if (p / "__init__.py").exists()))
+def test_no_import_circle_inside_a_subpackage(subpackage):
+    folder = PACKAGE / subpackage
+    graph = {p.stem: set(sibling_imports(p)) - {p.stem} for p in folder.glob("*.py")}
+    assert find_cycle(graph) is None, f"{subpackage}: {' -> '.join(find_cycle(graph))}"
+
+
+def test_the_circle_check_finds_one():
+    assert find_cycle({"linker": {"linking"}, "linking": {"state", "linker"}, "state": set()}) == \
+        ["linker", "linking", "linker"]
+    assert find_cycle({"linker": {"linking"}, "linking": {"state"}, "state": set()}) is None

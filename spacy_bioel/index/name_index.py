@@ -11,7 +11,7 @@ the names, the encoder settings and the tower's weights; writing is resumable
 (a KB of millions of names is encoded in chunks, and an interrupted run
 continues where it stopped).
 
-Saved, the index is a folder (`DenseCandidateStore.to_disk`): the embeddings
+Saved, the index is a folder (`store_io.save_store`): the embeddings
 load by memory map and a FAISS index is read from its file, so loading neither
 encodes nor rebuilds anything.
 
@@ -37,6 +37,7 @@ from ..progress import progress_bar
 from .dense import DenseCandidateStore
 from .embedding_cache import EmbeddingCache, cached_embeddings
 from .names import NameTable
+from .store_io import load_store, save_store, store_from_bytes, store_to_bytes
 
 logger = logging.getLogger(__name__)
 Encode = Callable[[List[str]], np.ndarray]
@@ -207,7 +208,7 @@ class NameIndex:
     def to_disk(self, path: Union[str, Path]) -> None:
         """Save the store (its folder); E168 before the first refresh."""
         self._require()
-        self.store.to_disk(path)
+        save_store(self.store, path)
 
     def from_disk(self, path: Union[str, Path]) -> "NameIndex":
         """Load a store saved by `to_disk` (or, from an older version, one file)
@@ -215,8 +216,7 @@ class NameIndex:
         when it does not fit them)."""
         if self.names is None:
             raise BioELError(Errors.E154.format(path=path, problem="no KB is set"))
-        store = DenseCandidateStore.from_disk(path, self.names.concept_ids, device=self._device,
-                                              backend=self.backend)
+        store = load_store(path, self.names.concept_ids, device=self._device, backend=self.backend)
         if len(store) != len(self.names) or not np.array_equal(store.owners, self.names.owners):
             raise BioELError(Errors.E154.format(
                 path=path, problem="its names differ from the KB's"))
@@ -228,14 +228,14 @@ class NameIndex:
         return self
 
     def to_bytes(self) -> bytes:
-        """The dense store in one message (see `DenseCandidateStore.to_bytes`)."""
+        """The dense store in one message (see `store_io.store_to_bytes`)."""
         self._require()
-        return self.store.to_bytes()
+        return store_to_bytes(self.store)
 
     def from_bytes(self, data: bytes, *, path: str = "<bytes>") -> "NameIndex":
         """Restore a store written by `to_bytes` for the current names (E154
         when it does not fit them)."""
-        store = DenseCandidateStore.from_bytes(data, path=path, device=self._device)
+        store = store_from_bytes(data, path=path, device=self._device)
         if self.names is None or len(store) != len(self.names):
             raise BioELError(Errors.E154.format(
                 path=path, problem="its name count differs from the KB's"))

@@ -13,29 +13,8 @@ and on the command line `--kb embedded:doid` wherever a KB file is read through
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Dict, Union
-
-from ..errors import BioELError, Errors
+from .handles import EMBEDDED_KBS, PREFIX, embedded_kb_path, resolve_kb_path
 from .knowledge_base import KnowledgeBase
-
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
-EMBEDDED_KBS: Dict[str, Path] = {"doid": ASSETS / "doid.bioelkb"}
-PREFIX = "embedded:"
-
-
-def embedded_kb_path(name: str) -> Path:
-    """The file of the embedded KB `name` (E199 names the handles there are)."""
-    key = name[len(PREFIX):] if name.startswith(PREFIX) else name
-    if key.lower() not in EMBEDDED_KBS:
-        raise BioELError(Errors.E199.format(name=name, names=", ".join(sorted(EMBEDDED_KBS))))
-    return EMBEDDED_KBS[key.lower()]
-
-
-def resolve_kb_path(path: Union[str, Path]) -> Path:
-    """`path` itself, or the embedded KB's file for an `embedded:NAME` handle."""
-    text = str(path)
-    return embedded_kb_path(text) if text.startswith(PREFIX) else Path(path)
 
 
 def load_embedded_kb(name: str = "doid") -> KnowledgeBase:
@@ -43,4 +22,4 @@ def load_embedded_kb(name: str = "doid") -> KnowledgeBase:
     return KnowledgeBase.from_disk(embedded_kb_path(name))
 
 
-__all__ = ["EMBEDDED_KBS", "embedded_kb_path", "load_embedded_kb", "resolve_kb_path"]
+__all__ = ["EMBEDDED_KBS", "PREFIX", "embedded_kb_path", "load_embedded_kb", "resolve_kb_path"]

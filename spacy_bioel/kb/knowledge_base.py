@@ -337,8 +337,8 @@ class KnowledgeBase:
     @classmethod
     def from_disk(cls, path: Union[str, Path]) -> "KnowledgeBase":
         """Load a KB file, or a KB shipped with the package by handle
-        (`embedded:doid`; see `kb.embedded`)."""
-        from .embedded import resolve_kb_path
+        (`embedded:doid`; see `kb.handles`)."""
+        from .handles import resolve_kb_path
         from .io import check_file
 
         path = check_file(resolve_kb_path(path))  # E008 missing, E016 not a file

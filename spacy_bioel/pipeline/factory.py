@@ -7,9 +7,11 @@ from spacy.language import Language
 from thinc.api import Config, Model
 
 from ..encoders.threads import install_fork_handler
+from ..errors import Warnings, warn
 from ..nil.stages import DEFAULT_THRESHOLD
 from .extensions import DEFAULT_ATTRS, SCORE_WEIGHTS
 from .linker import BioELLinker
+from .settings import LinkerSettings
 
 DEFAULT_MODEL = """
 [model]
@@ -40,6 +42,7 @@ DEFAULT_CONFIG = {
     "shortcut": None,
     "runtime": {"@misc": "spacy-bioel.TorchRuntime.v1", "threads": 0, "batch_size": 64},
     "top_k": 64,
+    "retrieve_k": 64,
     "context_window": 0,
     "abbreviations": True,
     "nil_without_alnum": True,
@@ -57,7 +60,7 @@ DEFAULT_CONFIG = {
 def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, index,
                       candidates, type_filter, ranker, nil, negatives, fgsm, biofeg, shortcut,
                       runtime,
-                      top_k: int, context_window: int, abbreviations: bool,
+                      top_k: int, retrieve_k: int, context_window: int, abbreviations: bool,
                       nil_without_alnum: bool, exact_shortcut: bool, encode_batch_size: int,
                       cache_size: int, cache_across_calls: bool,
                       kb_ents_attr: str, is_nil_attr: str, nil_score_attr: str,
@@ -87,13 +90,16 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
         (quantize null | 'int8', threads, batch_size): how mentions are encoded at
         prediction; a pipeline saved with ONNX loads without building PyTorch.
     top_k: candidates written to `Span._.<kb_ents_attr>`.
+    retrieve_k: candidates retrieved from the name index and ranked per mention
+        (the ranker's probabilities are over these).
     context_window: tokens of context each side of a mention (0: the span alone).
     abbreviations: also score a defined short form through its long form.
     nil_without_alnum: a mention with no letter or digit (punctuation, symbols,
         whitespace, NUL, zero-width characters) is NIL without being encoded;
         counted in `linker.counts['nil_without_alnum']`.
-    exact_shortcut: the `shortcut` stage's `ExactShortcut` when `shortcut` is null
-        (the setting from before the stage; kept for saved configs).
+    exact_shortcut: read only so that saved configs load (every config written
+        before the `shortcut` stage has it): true builds `spacy-bioel.ExactShortcut.v1`
+        when `shortcut` is null, with W013; use the `shortcut` block instead.
     encode_batch_size: texts per encoder forward pass at prediction and refresh.
     cache_size: embeddings and decisions remembered (each; 0 turns caching off):
         a repeated mention is encoded and ranked once per `nlp.pipe` call.
@@ -102,15 +108,19 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
     *_attr: the Span extensions written (several linkers can share a pipeline).
     """
     install_fork_handler()  # n_process workers: no inherited thread pool (encoders.threads)
+    if exact_shortcut and shortcut is None:
+        from ..index.candidates import ExactShortcut
+
+        warn(Warnings.W013.format(name=name))
+        shortcut = ExactShortcut()
+    settings = LinkerSettings(
+        top_k=top_k, retrieve_k=retrieve_k, context_window=context_window,
+        abbreviations=abbreviations, nil_without_alnum=nil_without_alnum,
+        encode_batch_size=encode_batch_size, cache_size=cache_size,
+        cache_across_calls=cache_across_calls, kb_ents_attr=kb_ents_attr, is_nil_attr=is_nil_attr,
+        nil_score_attr=nil_score_attr, similarity_attr=similarity_attr,
+        probability_attr=probability_attr)
     return BioELLinker(nlp.vocab, model, name, loss=loss, index=index, candidates=candidates,
                        ranker=ranker, nil=nil, negatives=negatives, fgsm=fgsm, biofeg=biofeg,
                        shortcut=shortcut, runtime=runtime, type_filter=type_filter,
-                       top_k=top_k, context_window=context_window,
-                       abbreviations=abbreviations, nil_without_alnum=nil_without_alnum,
-                       exact_shortcut=exact_shortcut, encode_batch_size=encode_batch_size,
-                       cache_size=cache_size, cache_across_calls=cache_across_calls,
-                       attrs={"kb_ents_attr": kb_ents_attr, "is_nil_attr": is_nil_attr,
-                              "nil_score_attr": nil_score_attr,
-                              "similarity_attr": similarity_attr,
-                              "probability_attr": probability_attr},
-                       scorer=scorer)
+                       settings=settings, scorer=scorer)

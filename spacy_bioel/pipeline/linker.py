@@ -4,12 +4,15 @@ stages and writes annotations.
 Stages (config blocks): `index`, `candidates`, `shortcut`, `type_filter`,
 `ranker` (kNN-BioEL eqs. 4-6), `nil`, `runtime` (how mentions are encoded at
 prediction: PyTorch or ONNX Runtime); training only: `negatives`, `fgsm`, `biofeg`
-(docs/component.md, "Stages"). How a batch is decided, caches included: `linking`;
-when embeddings are computed (never in `predict` or `to_disk`): `lifecycle`.
+(docs/component.md, "Stages"). What it knows (KB, index, datastore, training
+mentions): `state.LinkerState`; how a batch is decided, caches included:
+`linking.Decider`; a training update and what follows it: `updates`;
+its settings: `settings.LinkerSettings`. None of them imports this module.
 """
 
 import logging
 from collections import Counter
+from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -20,20 +23,20 @@ from spacy.training import Example
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 
-from ..datastore.knn import DatastoreKNN
 from ..datastore.ranker import KNNRanker
-from ..encoders.thinc_biencoder import embed_texts, is_built
+from ..encoders.thinc_biencoder import concept_tower_trained, embed_texts, is_built, is_contextual
 from ..errors import BioELError, Errors
-from ..index.candidates import ExactShortcut
 from ..index.name_index import NameIndex
-from ..index.names import NameTable
 from ..kb.knowledge_base import KnowledgeBase
 from ..nil.stages import ThresholdNIL
-from ..training.hooks import training_hooks
-from . import lifecycle, linking, serialize
+from ..training.methods import training_hooks
+from . import serialize, updates
 from .cache import LinkCache
 from .decisions import Retrieved
 from .extensions import install_extensions, write_entity
+from .linking import Decider, check_contextual
+from .settings import LinkerSettings
+from .state import LinkerState
 
 logger = logging.getLogger(__name__)
 
@@ -48,52 +51,42 @@ class BioELLinker(TrainablePipe):
     def __init__(self, vocab: Vocab, model: Model, name: str = "bioel_linker", *,
                  loss: Callable, index: NameIndex, candidates, ranker: KNNRanker,
                  nil: ThresholdNIL, negatives, runtime, fgsm=None, biofeg=None, type_filter=None,
-                 shortcut=None, top_k: int = 64, context_window: int = 0,
-                 abbreviations: bool = True, nil_without_alnum: bool = True,
-                 exact_shortcut: bool = False, encode_batch_size: int = 256,
-                 cache_size: int = 10000, cache_across_calls: bool = False,
-                 attrs: Optional[Dict[str, str]] = None, scorer: Optional[Callable] = None) -> None:
+                 shortcut=None, settings: Optional[LinkerSettings] = None,
+                 scorer: Optional[Callable] = None) -> None:
         self.vocab, self.model, self.name, self.loss, self.scorer = vocab, model, name, loss, scorer
-        self.index, self.candidates, self.ranker, self.nil = index, candidates, ranker, nil
+        self.state = LinkerState(index)  # KB, index, datastore, training mentions
+        self.candidates, self.ranker, self.nil, self.shortcut = candidates, ranker, nil, shortcut
         self.negatives, self.fgsm, self.type_filter = negatives, fgsm, type_filter
         self.biofeg = biofeg  # training only: BioFEG steps 2-3 after early epochs
         self.hooks = training_hooks(loss, biofeg)  # how research methods join training
-        self.runtime = runtime  # `exact_shortcut` (the setting before the stage) = ExactShortcut
-        self.shortcut = ExactShortcut() if shortcut is None and exact_shortcut else shortcut
-        self.cfg: Dict[str, Any] = {**(attrs or {})}
-        for key, value in (("top_k", top_k), ("context_window", context_window),
-                           ("abbreviations", abbreviations), ("nil_without_alnum", nil_without_alnum),
-                           ("exact_shortcut", exact_shortcut), ("encode_batch_size", encode_batch_size),
-                           ("cache_size", cache_size), ("cache_across_calls", cache_across_calls)):
-            serialize.set_option(self, key, value)
+        self.runtime = runtime
+        self.cfg = settings if settings is not None else LinkerSettings()
         self.counts: Counter = Counter()  # mentions decided without the encoder, by reason
         install_extensions(self.cfg)
-        self.kb: Optional[KnowledgeBase] = None
-        self.datastore: Optional[DatastoreKNN] = None
-        self._train_mentions: List[Tuple[str, str]] = []  # (mention input, gold concept id)
-        self.train_docs: List[int] = []  # their document keys (datastore groups), or none
-        self.datastore_stale = True
         self.epoch_seconds: List[float] = []
-        self.concept_index: Dict[str, int] = {}
         self.deferred_model = None  # weights of an ONNX-served pipeline, loaded on demand
-        self.cache = LinkCache(self.cfg["cache_size"])  # across calls; see `call_cache`
+        self.cache = LinkCache(self.cfg["cache_size"])  # across calls; see `_call_cache`
         self.call: Optional[LinkCache] = None  # the cache of the current call
         self.rng = np.random.default_rng()
-        self.steps = lifecycle.TrainingState()
+        self.steps = updates.TrainingState()
+
+    # what the linker knows lives in `state`; these read and write it
+    index = property(lambda self: self.state.index, lambda self, v: setattr(self.state, "index", v))
+    kb = property(lambda self: self.state.kb, doc="The KB (None before initialize).")
+    datastore = property(lambda self: self.state.datastore,
+                         lambda self, v: setattr(self.state, "datastore", v))
+    datastore_stale = property(lambda self: self.state.datastore_stale,
+                               lambda self, v: setattr(self.state, "datastore_stale", v))
+    concept_index = property(lambda self: self.state.concept_index)
+    train_docs = property(lambda self: self.state.train_docs)
 
     # ------------------------------------------------------------------ setup
     def set_kb(self, kb: KnowledgeBase) -> None:
         """Use `kb`: its names are indexed by the next `refresh`, and the
         candidate generator, shortcut and type filter are built for it."""
-        names = NameTable(kb)
-        if not names.concept_ids:
-            raise BioELError(Errors.E105)
-        self.kb = kb
-        self.concept_index = {cid: i for i, cid in enumerate(names.concept_ids)}
-        self.index.set_names(names)
+        self.state.set_kb(kb)
         for stage in ("candidates", "type_filter", "shortcut"):
             self.set_stage(stage, getattr(self, stage))
-        self.datastore_stale = True
 
     def set_stage(self, stage: str, value: Any) -> None:
         """Replace a stage (e.g. hybrid candidates on a trained linker); one that
@@ -102,24 +95,21 @@ class BioELLinker(TrainablePipe):
         if value is not None and self.kb is not None and hasattr(value, "initialize"):
             value.initialize(self.kb, self.index)
         if hasattr(value, "learn"):
-            value.learn(self._train_mentions)
+            value.learn(self.train_mentions)
         setattr(self, stage, value)
         self.model_changed()
 
     @property
     def train_mentions(self) -> List[Tuple[str, str]]:
         """(mention input, gold concept id) of the datastore's training mentions."""
-        return self._train_mentions
+        return self.state.train_mentions
 
     @train_mentions.setter
     def train_mentions(self, mentions: Iterable[Tuple]) -> None:
         """(mention input, gold concept id) pairs, or (mention input, gold
         concept id, document key) triples that also set `train_docs`."""
-        rows = [tuple(m) for m in mentions]
-        self._train_mentions = [(m[0], m[1]) for m in rows]
-        self.train_docs = [m[2] for m in rows] if rows and all(len(m) == 3 for m in rows) else []
+        self.state.set_train_mentions(mentions)
         self.set_stage("shortcut", self.shortcut)
-
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Optional[Language] = None,
@@ -141,19 +131,18 @@ class BioELLinker(TrainablePipe):
         # negatives are sampled reproducibly: spaCy's [training] seed fixes numpy's global state
         self.rng = np.random.default_rng(np.random.randint(2 ** 31))
         training = (nlp.config.get("training") or {}) if nlp is not None else {}
-        self.steps = lifecycle.TrainingState(eval_frequency=int(training.get("eval_frequency") or 0))
+        self.steps = updates.TrainingState(eval_frequency=int(training.get("eval_frequency") or 0))
         if self.deferred_model is not None:
             self.require_model("initialize")
-        lifecycle.check_contextual(self)
+        check_contextual(self.model, self.ranker, self.biofeg, self.runtime)
         self.model.initialize(X=([" "], "mention"))
         self.runtime.invalidate()
-        self.train_mentions = lifecycle.datastore_mentions(self, examples)
+        self.train_mentions = self.state.gold_rows(examples, self.cfg["context_window"])
         self.refresh(force=True)
 
     def resolve(self, concept_id: str) -> Optional[int]:
         """RETURNS (Optional[int]): the index concept of a primary or alternate id."""
-        primary = self.kb.resolve(concept_id) if self.kb is not None else None
-        return self.concept_index.get(primary) if primary is not None else None
+        return self.state.resolve(concept_id)
 
     # ------------------------------------------------------- module, caches
     def defer_model(self, deferred) -> None:
@@ -181,12 +170,28 @@ class BioELLinker(TrainablePipe):
         if self.call is not None:
             self.call.clear()
 
+    @contextmanager
+    def _call_cache(self) -> Iterator[None]:
+        """One `nlp.pipe` / `nlp(doc)` call, one cache: the shared one with
+        `cache_across_calls`, else a fresh one (none with cache_size 0); its
+        counts go to `counts` ('cache_decision_hits', 'cache_texts_encoded', ...)."""
+        outer = self.call
+        self.call = None if self.cfg["cache_size"] == 0 else \
+            self.cache if self.cfg["cache_across_calls"] else LinkCache(self.cfg["cache_size"])
+        try:
+            yield
+        finally:
+            if self.call is not None:
+                self.counts.update({f"cache_{k}": v for k, v in self.call.stats.items()})
+                self.call.stats.clear()
+            self.call = outer
+
     def __call__(self, doc: Doc) -> Doc:
-        with linking.call_cache(self):  # one call, one cache (see `cache`)
+        with self._call_cache():
             return super().__call__(doc)
 
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
-        with linking.call_cache(self):
+        with self._call_cache():
             yield from super().pipe(stream, batch_size=batch_size)
 
     # -------------------------------------------------------------- encoding
@@ -200,13 +205,30 @@ class BioELLinker(TrainablePipe):
 
     def refresh(self, force: bool = False, datastore: bool = True) -> None:
         """Re-encode what is stale (or everything with `force`): the concept-name
-        index, then (unless `datastore` is False) the kNN datastore."""
-        lifecycle.refresh(self, force, datastore)
+        index, then (unless `datastore` is False) the kNN datastore, with PyTorch.
+        Only at defined moments: `initialize`, an epoch's end, spaCy's evaluation
+        steps, `spacy-bioel.RefreshLinkers.v1` and explicit calls."""
+        if self.kb is None:
+            raise BioELError(Errors.E160.format(name=self.name))
+        self.require_model("refreshing the name index or the datastore")
+        self.index.use_device(self.model_device())
+        if force or self.index.stale:
+            key = None if concept_tower_trained(self.model) else serialize.name_cache_key(self)
+            self.state.refresh_index(lambda texts: self.embed(texts, "concept", progress=True), key)
+        if datastore and (force or self.datastore_stale or self.datastore is None):
+            mentions = None if is_contextual(self.model) else (  # no text tower: empty
+                lambda texts: embed_texts(self.model, texts, "mention", self.cfg["encode_batch_size"]))
+            self.state.refresh_datastore(self.model.get_dim("nO"), mentions)
+        self.model_changed()
 
     def build_datastore(self, docs: Iterable[Doc]) -> int:
         """Replace the datastore with the gold mentions of `docs` (e.g. train + dev).
         RETURNS (int): the number of keys."""
-        return lifecycle.build_datastore(self, docs)
+        self.train_mentions = self.state.gold_rows([Example(d, d) for d in docs],
+                                                   self.cfg["context_window"])
+        self.datastore_stale = True
+        self.refresh()
+        return len(self.datastore)
 
     # ------------------------------------------------------------------ train
     def update(self, examples: Iterable[Example], *, drop: float = 0.0,
@@ -215,38 +237,44 @@ class BioELLinker(TrainablePipe):
         """One step of the configured loss over the batch's linkable gold mentions
         against their gold names, the sampled negatives (`negatives`) and, per
         the loss, in-batch negatives; plus the FGSM term when `fgsm` is set."""
-        return lifecycle.update(self, list(examples), sgd, {} if losses is None else losses)
+        return updates.update(self, list(examples), sgd, {} if losses is None else losses)
 
     def finish_update(self, sgd: Optimizer) -> None:
         """Apply the optimizer and mark the embeddings stale; re-encode the index
         at the end of an epoch (fresh hard negatives) and everything stale at
         spaCy's evaluation steps."""
         super().finish_update(sgd)
-        lifecycle.after_step(self)
+        updates.after_step(self)
 
     def get_loss(self, examples: Iterable[Example], scores: Any) -> Tuple[float, Any]:
         """The loss is computed inside `update` (it needs retrieval); not used."""
         raise NotImplementedError(Errors.E161.format(name=self.name))
 
     # -------------------------------------------------------------- predict
+    def decider(self) -> Decider:
+        """The prediction path over the current state, model, stages and settings."""
+        return Decider(self.state, self.model, self.runtime, self.candidates, self.ranker, self.nil,
+                       self.shortcut, self.type_filter, self.cfg, self.require_model, self.name)
+
     def retrieve(self, docs: Sequence[Doc], knn_k: Optional[int] = None) -> List[Retrieved]:
         """Candidates (and datastore neighbours) of every entity, and of its long
         form when it is a defined abbreviation: everything `predict` ranks (no cache).
 
         RETURNS (List[Retrieved]): per entity (docs in order), its alternatives.
         """
-        return linking.retrieve(self, docs, knn_k)
+        return self.decider().retrieve(docs, knn_k)
 
     def decide(self, retrieved: List[Retrieved]) -> List[Dict[str, Any]]:
         """Rank each alternative, keep the better-supported one (a long form over
         its abbreviation, ties included: `prefers_later`), then apply the NIL
         stage. RETURNS: per entity, a dict."""
-        return [linking.decide(self, alternatives) for alternatives in retrieved]
+        decider = self.decider()
+        return [decider.decide(alternatives) for alternatives in retrieved]
 
     def predict(self, docs: Iterable[Doc]) -> List[List[Dict[str, Any]]]:
         """RETURNS (List[List[Dict[str, Any]]]): per doc, per ent, the decision."""
         docs = list(docs)
-        decided = iter(linking.predict(self, docs, self.call))
+        decided = iter(self.decider().predict(docs, self.call))
         return [[next(decided) for _ in doc.ents] for doc in docs]
 
     def set_annotations(self, docs: Iterable[Doc], predictions: List[List[Dict[str, Any]]]) -> None:
@@ -263,16 +291,13 @@ class BioELLinker(TrainablePipe):
 
     def canonical_name(self, concept_id: str) -> Optional[str]:
         """RETURNS (Optional[str]): the KB's canonical name of a concept."""
-        concept = self.kb.get(concept_id) if self.kb is not None else None
-        return concept.canonical_name if concept is not None else None
+        return self.state.canonical_name(concept_id)
 
     def set_option(self, key: str, value: Any) -> None:
         """Set a stage parameter ('ranker.knn_k', 'nil.threshold', ...) or a prediction
         setting (top_k, ...), checked (E172 unknown key, E175 bad value; see serialize)."""
         serialize.set_option(self, key, value)
         self.cache = LinkCache(self.cfg["cache_size"]) if key == "cache_size" else self.cache
-        if key == "exact_shortcut":
-            self.set_stage("shortcut", ExactShortcut() if self.cfg[key] else None)
         self.model_changed()
 
     # ------------------------------------------------------------- serialise

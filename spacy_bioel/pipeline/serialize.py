@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Optional, Protocol, Sequence
 
 import srsly
 from spacy import util
@@ -26,38 +26,47 @@ from ..datastore.knn import DatastoreKNN
 from ..encoders.thinc_biencoder import is_built
 from ..errors import BioELError, Errors, Warnings, warn
 from ..kb.knowledge_base import KnowledgeBase
-from ..validation import MAX_BATCH, MAX_TOP_K, as_bool, as_int
 from ..files import member, replace_file, unlink_links
 from .integrity import MANIFEST, damaged, read_saved_cfg, write_manifest
+from .settings import CHECKS
+from .state import LinkerState
 from .weights import DeferredModel, check_vocabulary, load_model
-
-if TYPE_CHECKING:
-    from .linker import BioELLinker
 
 logger = logging.getLogger(__name__)
 FORMAT_VERSION = 2
 STAGES = ("ranker", "nil", "candidates", "shortcut")
 
 
-# prediction settings of the component and their checks (E175)
-SETTINGS: Dict[str, Callable[[Any], Any]] = {
-    "cache_size": lambda v: as_int("cache_size", v, 0, 10 ** 8),
-    "cache_across_calls": lambda v: as_bool("cache_across_calls", v),
-    "top_k": lambda v: as_int("top_k", v, 1, MAX_TOP_K),
-    "context_window": lambda v: as_int("context_window", v, 0, 10 ** 6),
-    "abbreviations": lambda v: as_bool("abbreviations", v),
-    "nil_without_alnum": lambda v: as_bool("nil_without_alnum", v),
-    "exact_shortcut": lambda v: as_bool("exact_shortcut", v),
-    "encode_batch_size": lambda v: as_int("encode_batch_size", v, 1, MAX_BATCH)}
+class Saved(Protocol):
+    """What serialisation reads and restores of a linker (its public attributes
+    and methods; `linker.BioELLinker` has them, and is never imported here)."""
+
+    name: str
+    cfg: Any  # settings.LinkerSettings
+    model: Any  # the thinc bi-encoder
+    runtime: Any
+    state: LinkerState
+    deferred_model: Any
+    ranker: Any
+    nil: Any
+    candidates: Any
+    shortcut: Any
+    train_mentions: Any  # (mention, concept id[, document key]) rows
+
+    def set_kb(self, kb: KnowledgeBase) -> None: ...
+
+    def defer_model(self, deferred: DeferredModel) -> None: ...
+
+    def model_changed(self) -> None: ...
 
 
-def name_cache_key(linker: "BioELLinker", names: Optional[Sequence[str]] = None) -> str:
+def name_cache_key(linker: Saved, names: Optional[Sequence[str]] = None) -> str:
     """A digest of the names (default: the index's), the encoder settings and the
     concept tower's weights."""
     from ..encoders.thinc_biencoder import torch_module
 
     digest = hashlib.sha1()
-    digest.update("\n".join(linker.index.names.names if names is None else names).encode("utf-8"))
+    digest.update("\n".join(linker.state.index.names.names if names is None else names).encode("utf-8"))
     attrs = linker.model.attrs
     digest.update(repr([attrs.get(k) for k in ("pooling", "similarity", "max_length")]).encode())
     for name, tensor in torch_module(linker.model).tower("concept").state_dict().items():
@@ -66,43 +75,44 @@ def name_cache_key(linker: "BioELLinker", names: Optional[Sequence[str]] = None)
     return digest.hexdigest()[:20]
 
 
-def set_option(linker: "BioELLinker", key: str, value: Any) -> None:
-    """See `BioELLinker.set_option`."""
-    if key in SETTINGS:
-        linker.cfg[key] = SETTINGS[key](value)
+def set_option(linker: Saved, key: str, value: Any) -> None:
+    """A checked setting (`settings.CHECKS`) or a stage parameter ('nil.threshold',
+    ...): E172 for an unknown name, E175 for a bad value."""
+    if key in CHECKS:
+        linker.cfg.set(key, value)
         return
     stage, _, param = key.partition(".")
     target = getattr(linker, stage, None) if stage in STAGES else None
     if not param or not hasattr(target, "set_params") or param not in target.get_params():
-        raise BioELError(Errors.E172.format(key=key, options=sorted(SETTINGS)))
+        raise BioELError(Errors.E172.format(key=key, options=sorted(CHECKS)))
     target.set_params(**{param: value})
 
 
-def _stage_params(linker: "BioELLinker") -> Dict[str, Any]:
+def _stage_params(linker: Saved) -> Dict[str, Any]:
     return {stage: getattr(linker, stage).get_params() for stage in STAGES
             if hasattr(getattr(linker, stage), "get_params")}
 
 
-def _cfg(linker: "BioELLinker") -> Dict[str, Any]:
-    return {"version": FORMAT_VERSION, "initialized": linker.kb is not None, "manifest": True,
+def _cfg(linker: Saved) -> Dict[str, Any]:
+    return {"version": FORMAT_VERSION, "initialized": linker.state.kb is not None, "manifest": True,
             "dim": linker.model.get_dim("nO") if linker.model.has_dim("nO") else None,
             "encoder_attrs": {k: v for k, v in linker.model.attrs.items() if k != "tokenizer"},
             "settings": dict(linker.cfg), "stages": _stage_params(linker)}
 
 
-def _writers(linker: "BioELLinker") -> Dict[str, Callable[[Path], Any]]:
+def _writers(linker: Saved) -> Dict[str, Callable[[Path], Any]]:
     from ..encoders.thinc_biencoder import save_encoder_config
 
     writers: Dict[str, Callable[[Path], Any]] = {"cfg": lambda p: srsly.write_json(p, _cfg(linker))}
     deferred = linker.deferred_model
-    if linker.kb is not None and (is_built(linker.model) or deferred is not None):
-        if linker.index.stale or linker.datastore_stale:
+    if linker.state.kb is not None and (is_built(linker.model) or deferred is not None):
+        if linker.state.index.stale or linker.state.datastore_stale:
             warn(Warnings.W006.format(name=linker.name))
         writers.update({
-            "kb": lambda p: linker.kb.to_disk(p),
-            "index": lambda p: linker.index.to_disk(p),
-            "datastore": lambda p: replace_file(p, lambda t: t.write_bytes(linker.datastore.to_bytes())),
-            "train_mentions": lambda p: srsly.write_msgpack(p, _mention_rows(linker)),
+            "kb": lambda p: linker.state.kb.to_disk(p),
+            "index": lambda p: linker.state.index.to_disk(p),
+            "datastore": lambda p: replace_file(p, lambda t: t.write_bytes(linker.state.datastore.to_bytes())),
+            "train_mentions": lambda p: srsly.write_msgpack(p, linker.state.mention_rows()),
             "encoder": (deferred.save_encoder if deferred is not None else
                         lambda p: save_encoder_config(linker.model, p)),
             "model": (deferred.save_weights if deferred is not None else
@@ -112,7 +122,7 @@ def _writers(linker: "BioELLinker") -> Dict[str, Callable[[Path], Any]]:
     return writers
 
 
-def to_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> None:
+def to_disk(linker: Saved, path, exclude: Iterable[str]) -> None:
     path = util.ensure_path(path)
     unlink_links(path)  # saving over a folder never writes through a link out of it
     util.to_disk(path, _writers(linker), exclude)
@@ -125,7 +135,7 @@ def to_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> None:
 REBUILD_PARTS: ContextVar[frozenset] = ContextVar("bioel_rebuild_parts", default=frozenset())
 
 
-def from_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> "BioELLinker":
+def from_disk(linker: Saved, path, exclude: Iterable[str]) -> Saved:
     path = util.ensure_path(path)
     exclude = set(exclude) | REBUILD_PARTS.get()
     saved = read_saved_cfg(path, skip=exclude)
@@ -145,32 +155,33 @@ def from_disk(linker: "BioELLinker", path, exclude: Iterable[str]) -> "BioELLink
     for part in parts:
         if not (path / part).exists():
             raise BioELError(Errors.E156.format(path=path / part))
+    state = linker.state
     if "kb" in parts:
-        datastore_stale = linker.datastore_stale
+        datastore_stale = state.datastore_stale
         linker.set_kb(KnowledgeBase.from_disk(path / "kb"))
-        linker.datastore_stale = datastore_stale if linker.datastore is not None else True
+        state.datastore_stale = datastore_stale if state.datastore is not None else True
     if "model" in parts:
         _load_weights(linker, path, saved.get("dim"), exclude)
     dim = linker.model.get_dim("nO") if linker.model.has_dim("nO") else saved.get("dim")
     if "index" in parts:
-        linker.index.from_disk(path / "index")
-        if dim is not None and linker.index.store.dim != dim:
+        state.index.from_disk(path / "index")
+        if dim is not None and state.index.store.dim != dim:
             raise damaged(path / "index", "index", f"vectors of dimension "
-                           f"{linker.index.store.dim} for a model of dimension {dim}: it comes "
+                           f"{state.index.store.dim} for a model of dimension {dim}: it comes "
                            "from another pipeline")
     if "datastore" in parts:
-        linker.datastore = _read(path / "datastore", "datastore",
-                                 lambda p: DatastoreKNN.from_bytes(p.read_bytes()))
-        if dim is not None and linker.datastore.dim != dim:
+        state.datastore = _read(path / "datastore", "datastore",
+                                lambda p: DatastoreKNN.from_bytes(p.read_bytes()))
+        if dim is not None and state.datastore.dim != dim:
             raise damaged(path / "datastore", "datastore", f"keys of dimension "
-                           f"{linker.datastore.dim} for a model of dimension {dim}")
-        linker.datastore_stale = False
+                           f"{state.datastore.dim} for a model of dimension {dim}")
+        state.datastore_stale = False
     if "train_mentions" in parts:
         linker.train_mentions = _read(path / "train_mentions", "train_mentions", _read_mentions)
     return linker
 
 
-def _load_weights(linker: "BioELLinker", path: Path, dim: Optional[int], exclude) -> None:
+def _load_weights(linker: Saved, path: Path, dim: Optional[int], exclude) -> None:
     """Load the PyTorch module now, or, when the runtime stage has its saved
     ONNX graph (and tokenizer.json), only pin the weights (`DeferredModel`)."""
     runtime = linker.runtime
@@ -214,13 +225,6 @@ def _read(path: Path, part: str, reader: Callable[[Path], Any]) -> Any:
         raise damaged(path, part, f"{type(err).__name__}: {str(err)[:200]}")
 
 
-def _mention_rows(linker: "BioELLinker") -> list:
-    """(mention, concept id[, document key]) rows of the datastore's mentions."""
-    if linker.train_docs:
-        return [(t, c, k) for (t, c), k in zip(linker.train_mentions, linker.train_docs)]
-    return linker.train_mentions
-
-
 def _read_mentions(path: Path) -> list:
     """(mention, concept id) pairs, or triples with the document key (saved since
     the datastore records each mention's document)."""
@@ -239,7 +243,7 @@ def _check_attrs(path, saved: Dict[str, Any], config: Dict[str, Any]) -> None:
                                                 config=config.get(key)))
 
 
-def to_bytes(linker: "BioELLinker", exclude: Iterable[str]) -> bytes:
+def to_bytes(linker: Saved, exclude: Iterable[str]) -> bytes:
     """The files of `to_disk`, packed in one msgpack (the encoder config and the
     weights go through a temporary folder: transformers writes files)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -247,7 +251,7 @@ def to_bytes(linker: "BioELLinker", exclude: Iterable[str]) -> bytes:
         return srsly.msgpack_dumps(pack_folder(Path(tmp)))
 
 
-def from_bytes(linker: "BioELLinker", data: bytes, exclude: Iterable[str]) -> "BioELLinker":
+def from_bytes(linker: Saved, data: bytes, exclude: Iterable[str]) -> Saved:
     with tempfile.TemporaryDirectory() as tmp:
         unpack_folder(read_payload(data), Path(tmp))
         return from_disk(linker, tmp, exclude)

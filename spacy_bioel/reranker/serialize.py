@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable
+from typing import Any, Callable, Dict, Iterable, Optional, Protocol
 
 import srsly
 from spacy import util
@@ -23,8 +23,17 @@ from ..pipeline.serialize import pack_folder, read_payload, unpack_folder
 from ..pipeline.weights import build_module, load_weights
 from ..validation import as_bool, as_choice, as_float, as_int
 
-if TYPE_CHECKING:
-    from .component import BioELReranker
+
+
+class Saved(Protocol):
+    """What serialisation reads and restores of a reranker (its public
+    attributes; `component.BioELReranker` has them and is not imported here)."""
+
+    cfg: Dict[str, Any]
+    kb: Optional[KnowledgeBase]
+    model: Any  # the thinc cross-encoder
+
+    def set_kb(self, kb: KnowledgeBase) -> None: ...
 
 FORMAT_VERSION = 1
 TRAIN_CANDIDATES = ("all", "seen")
@@ -61,20 +70,20 @@ SETTINGS: Dict[str, Callable[[Any], Any]] = {
     "batch_size": lambda v: as_int("batch_size", v, 1)}
 
 
-def set_option(reranker: "BioELReranker", key: str, value: Any) -> None:
+def set_option(reranker: Saved, key: str, value: Any) -> None:
     """Check and set one setting (E175 bad value; E172 unknown key)."""
     if key not in SETTINGS:
         raise BioELError(Errors.E187.format(key=key, options=sorted(SETTINGS)))
     reranker.cfg[key] = SETTINGS[key](value)
 
 
-def _cfg(reranker: "BioELReranker") -> Dict[str, Any]:
+def _cfg(reranker: Saved) -> Dict[str, Any]:
     return {"version": FORMAT_VERSION, "initialized": reranker.kb is not None, "manifest": True,
             "settings": dict(reranker.cfg),
             "encoder_attrs": {k: v for k, v in reranker.model.attrs.items() if k != "tokenizer"}}
 
 
-def to_disk(reranker: "BioELReranker", path, exclude: Iterable[str]) -> None:
+def to_disk(reranker: Saved, path, exclude: Iterable[str]) -> None:
     from ..encoders.thinc_cross_encoder import save_encoder_config
 
     path = util.ensure_path(path)
@@ -89,7 +98,7 @@ def to_disk(reranker: "BioELReranker", path, exclude: Iterable[str]) -> None:
     write_manifest(path)
 
 
-def from_disk(reranker: "BioELReranker", path, exclude: Iterable[str]) -> None:
+def from_disk(reranker: Saved, path, exclude: Iterable[str]) -> None:
     from ..encoders.thinc_cross_encoder import build_from_saved
 
     path = util.ensure_path(path)
@@ -119,13 +128,13 @@ def from_disk(reranker: "BioELReranker", path, exclude: Iterable[str]) -> None:
     load_weights(reranker.model, path)
 
 
-def to_bytes(reranker: "BioELReranker", exclude: Iterable[str]) -> bytes:
+def to_bytes(reranker: Saved, exclude: Iterable[str]) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         to_disk(reranker, tmp, exclude)
         return srsly.msgpack_dumps(pack_folder(Path(tmp)))
 
 
-def from_bytes(reranker: "BioELReranker", data: bytes, exclude: Iterable[str]) -> None:
+def from_bytes(reranker: Saved, data: bytes, exclude: Iterable[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         unpack_folder(read_payload(data, "bioel_reranker bytes"), Path(tmp))
         from_disk(reranker, tmp, exclude)

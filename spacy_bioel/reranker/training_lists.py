@@ -15,7 +15,8 @@ the gold, which ranks seen concepts above the right unseen one at test time.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
+from collections import Counter
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Protocol, Sequence, Set, Tuple
 
 import numpy as np
 from spacy.training import Example
@@ -25,8 +26,23 @@ from ..kb.ids import split_gold_ids
 from ..kb.knowledge_base import NIL, KnowledgeBase
 from .decisions import log_upstream
 
-if TYPE_CHECKING:
-    from .component import BioELReranker
+
+
+class Lister(Protocol):
+    """What building training lists reads of a reranker (its public attributes
+    and methods; `component.BioELReranker` has them and is not imported here)."""
+
+    name: str
+    cfg: Dict[str, Any]
+    kb: Optional[KnowledgeBase]
+    seen: Optional[set]  # concepts with training mentions ('seen' candidates)
+    counts: Counter
+    train_k: int
+
+    def read_candidates(self, ent: Any) -> Optional[List[Tuple[str, float]]]: ...
+
+    def pairs_for(self, ent: Any, candidates: List[Tuple[str, float]]) -> List[Tuple[str, str]]: ...
+
 
 NIL_MARKERS = (NIL, "-1")
 Pair = Tuple[str, str]
@@ -44,7 +60,7 @@ class TrainingLists(NamedTuple):
     unannotated: int
 
 
-def build_training_lists(reranker: "BioELReranker", examples: Sequence[Example]) -> TrainingLists:
+def build_training_lists(reranker: Lister, examples: Sequence[Example]) -> TrainingLists:
     """The pairs, groups and priors of every trainable gold mention of `examples`."""
     pairs: List[Pair] = []
     groups: List[Tuple[int, int, int]] = []
@@ -88,7 +104,7 @@ def seen_concepts(kb: KnowledgeBase, examples: Iterable[Example]) -> Set[str]:
             for p in (kb.resolve(i) for i in split_gold_ids(ent.kb_id_)) if p}
 
 
-def gold_target(reranker: "BioELReranker", gold_field: str, candidates: Candidates
+def gold_target(reranker: Lister, gold_field: str, candidates: Candidates
                 ) -> Optional[Tuple[Candidates, int]]:
     """(candidates with the gold in them, gold position), or None to skip the mention."""
     if gold_field in NIL_MARKERS:

@@ -34,22 +34,20 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 import numpy as np
 import srsly
 
 from ..errors import BioELError, Errors, Warnings, warn
 from .feature_gan import GANSettings, generate_features, train_feature_gan
-from .hooks import TrainingHook
+from .hooks import Trainee, TrainingHook
 
 if TYPE_CHECKING:
     from ..kb.concept import Concept
     from ..kb.knowledge_base import KnowledgeBase
 
 logger = logging.getLogger(__name__)
-# a `pipeline.linker.BioELLinker`: not imported, as training sits below the pipeline layer
-BioELLinker = Any
 
 
 def description_text(concept: "Concept", kb: Optional["KnowledgeBase"], max_chars: int = 400,
@@ -116,7 +114,7 @@ class BioFEG(TrainingHook):
         """Whether steps 2-3 run after epoch number `epochs_done` (1-based)."""
         return 1 <= epochs_done <= self.iterations
 
-    def epoch_end(self, linker: Any, epoch: int, steps: int) -> None:
+    def epoch_end(self, linker: Trainee, epoch: int, steps: int) -> None:
         """After epoch 1, W010 when spaCy evaluates dev less often than once an
         epoch (model-best could miss the loop); after each of the first
         `iterations` epochs, steps 2-3 (`run`), then the KB re-encoded once."""
@@ -145,7 +143,7 @@ class BioFEG(TrainingHook):
         return np.stack([self._descriptions[cid] for cid in concept_ids])
 
     # ------------------------------------------------------------------ the steps
-    def run(self, linker: BioELLinker, finetune: bool = True,
+    def run(self, linker: Trainee, finetune: bool = True,
             real: Optional[tuple] = None) -> Dict[str, float]:
         """Steps 2-3 on `linker` (its name index must be current); RETURNS the
         record. `finetune=False`: step 2 and the realism of its features only.
@@ -193,7 +191,7 @@ class BioFEG(TrainingHook):
         self._encoder, self._descriptions = other._encoder, other._descriptions
         return self
 
-    def real_features(self, linker: BioELLinker) -> tuple:
+    def real_features(self, linker: Trainee) -> tuple:
         """The real mention features y_m of the linker's training mentions and,
         per mention, whether its own concept is the nearest in the name index
         (the realism scale). Valid until the mention tower or the index moves.
@@ -210,7 +208,7 @@ class BioFEG(TrainingHook):
         hits = linker.index.search(real, k=1, names=False)
         return real, [bool(row) and ids[row[0][0]] == cid for row, (_, cid) in zip(hits, mentions)]
 
-    def fit_gan(self, linker: BioELLinker, real: Optional[tuple] = None) -> tuple:
+    def fit_gan(self, linker: Trainee, real: Optional[tuple] = None) -> tuple:
         """Step 2: the WGAN-GP on the linker's training mentions, less those of
         `heldout_seen` of the seen concepts (drawn with a fixed seed, so every
         setting compared on them sees the same ones), and the realism of its
@@ -262,7 +260,7 @@ class BioFEG(TrainingHook):
             srsly.write_json(self.report, self.history)
         return record
 
-    def _generate(self, linker: BioELLinker, gen, concepts: Sequence[int]) -> np.ndarray:
+    def _generate(self, linker: Trainee, gen, concepts: Sequence[int]) -> np.ndarray:
         """Generated features of `concepts` (index rows), L2-normalised for cosine."""
         import torch
 
@@ -274,7 +272,7 @@ class BioFEG(TrainingHook):
             fake = torch.nn.functional.normalize(fake, dim=1)
         return fake.float().cpu().numpy()
 
-    def _realism(self, linker: BioELLinker, gen, concepts: Sequence[int]) -> tuple:
+    def _realism(self, linker: Trainee, gen, concepts: Sequence[int]) -> tuple:
         """Shares of generated features whose own concept is their nearest, and
         among their 10 nearest, in the name index."""
         if not len(concepts):
@@ -287,7 +285,7 @@ class BioFEG(TrainingHook):
         return float(np.mean(top1)), float(np.mean(top10))
 
 
-def _require_trainable(linker: BioELLinker):
+def _require_trainable(linker: Trainee):
     """E194 (shared towers), E195 (no training mentions), E192 (GraphPrompt);
     RETURNS the linker's torch module."""
     from ..encoders.thinc_biencoder import torch_module
@@ -301,14 +299,14 @@ def _require_trainable(linker: BioELLinker):
     return module
 
 
-def _require_plain_loss(linker: BioELLinker) -> None:
+def _require_plain_loss(linker: Trainee) -> None:
     if getattr(linker.loss, "uses_graph", False):
         raise BioELError(Errors.E192.format(
             what="BioFEG", why="generated features have no prompt template to fill",
             fix="Use an InfoNCE, proxy or triplet loss with [components.bioel_linker.biofeg]."))
 
 
-def finetune_concept_tower(linker: BioELLinker, features: np.ndarray, gold: np.ndarray,
+def finetune_concept_tower(linker: Trainee, features: np.ndarray, gold: np.ndarray,
                            epochs: int, batch_size: int, learning_rate: float,
                            progress: bool = True, anchors: Optional[tuple] = None,
                            real_share: float = 0.0) -> float:

@@ -12,14 +12,14 @@ References:
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
 from ..encoders.common import span_of_input
 from ..errors import BioELError, Errors
 from ..index.name_index import NameIndex
-from .hooks import StepResult, TrainingHook
+from .hooks import StepResult, Trainee, TrainingHook
 from .step import MentionBatch
 
 
@@ -29,14 +29,14 @@ class GraphPromptHook(TrainingHook):
     KB's relations and the linker's training mentions (never other data), again
     whenever the KB or those mentions change, then `graph_step` runs."""
 
-    def step(self, linker: Any, batch: MentionBatch) -> Optional[StepResult]:
+    def step(self, linker: Trainee, batch: MentionBatch) -> Optional[StepResult]:
         if batch.spans is not None:
             raise BioELError(Errors.E212.format(what="GraphPrompt's templates", fix=(
                 "Use spacy-bioel.BiEncoder.v1 with GraphPrompt.")))
         return graph_step(linker.model, self.prepared_loss(linker), batch, linker.index, linker.rng)
 
     @staticmethod
-    def prepared_loss(linker: Any):
+    def prepared_loss(linker: Trainee):
         """The linker's GraphPrompt loss module with templates for its current KB
         and training mentions."""
         from ..graphprompt.templates import GraphTemplates

@@ -10,41 +10,61 @@ whose `step` returns a value has taken the step, otherwise the plain step runs
 its public attributes and methods (`kb`, `index`, `model`, `train_mentions`,
 `refresh`, ...).
 
-The linker's hooks come from its config: the loss (a loss with `uses_graph`
-brings GraphPrompt's step) and the `biofeg` block.
+The linker's hooks come from its config (`methods.training_hooks`): the loss
+(a loss with `uses_graph` brings GraphPrompt's step) and the `biofeg` block.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Protocol, Tuple
 
 StepResult = Tuple[float, Dict[str, float]]  # the loss value and its named terms
+
+
+class Trainee(Protocol):
+    """The linker as training sees it: its public attributes and methods
+    (`pipeline.linker.BioELLinker` has them; training never imports it)."""
+
+    name: str
+    cfg: Dict[str, Any]
+    model: Any  # the thinc bi-encoder
+    loss: Any
+    negatives: Any
+    fgsm: Any
+    biofeg: Any
+    runtime: Any
+    rng: Any  # numpy Generator of the negatives
+    hooks: List["TrainingHook"]
+    steps: Any  # updates.TrainingState
+    epoch_seconds: List[float]
+    kb: Any
+    index: Any  # index.name_index.NameIndex
+    concept_index: Dict[str, int]
+    train_mentions: List[Tuple[str, str]]
+    datastore_stale: bool
+
+    def resolve(self, concept_id: str) -> Optional[int]: ...
+
+    def require_model(self, why: str) -> None: ...
+
+    def refresh(self, force: bool = False, datastore: bool = True) -> None: ...
+
+    def model_changed(self) -> None: ...
+
+    def finish_update(self, sgd: Any) -> None: ...
 
 
 class TrainingHook:
     """A method's part in training; both calls do nothing by default."""
 
-    def step(self, linker: Any, batch: Any) -> Optional[StepResult]:
+    def step(self, linker: Trainee, batch: Any) -> Optional[StepResult]:
         """Take the training step of `batch` (a `training.step.MentionBatch`):
         forward, loss and backward, gradients left for the optimizer. RETURNS
         (Optional[StepResult]): the loss and its terms, or None to leave the step
         to the next hook or the plain one."""
         return None
 
-    def epoch_end(self, linker: Any, epoch: int, steps: int) -> None:
+    def epoch_end(self, linker: Trainee, epoch: int, steps: int) -> None:
         """After epoch `epoch` (1-based) ended at optimizer step `steps`."""
 
 
-def training_hooks(loss: Any, biofeg: Optional[TrainingHook]) -> List[TrainingHook]:
-    """The hooks a linker's config brings: GraphPrompt's step for a loss that
-    uses the KB graph, then BioFEG's epoch ends."""
-    hooks: List[TrainingHook] = []
-    if getattr(loss, "uses_graph", False):
-        from .graph_step import GraphPromptHook
-
-        hooks.append(GraphPromptHook())
-    if biofeg is not None:
-        hooks.append(biofeg)
-    return hooks
-
-
-__all__ = ["StepResult", "TrainingHook", "training_hooks"]
+__all__ = ["StepResult", "Trainee", "TrainingHook"]

@@ -8,6 +8,7 @@ import pytest
 from spacy_bioel.errors import BioELError
 from spacy_bioel.index import dense
 from spacy_bioel.index.dense import DenseCandidateStore
+from spacy_bioel.index.store_io import load_store, save_store, store_from_bytes, store_to_bytes
 
 
 def exact_concepts(queries, names, owners, concept_ids, k, tie_rank=None):
@@ -143,12 +144,12 @@ def test_to_disk_loads_by_memory_map(data, tmp_path, index_type, dtype):
     names, owners, queries, concept_ids = data
     store = DenseCandidateStore(concept_ids, 16, index_type=index_type, ivf_lists=8, nprobe=8)
     store.add(names.astype(dtype), owners)
-    store.to_disk(tmp_path / "index")
-    loaded = DenseCandidateStore.from_disk(tmp_path / "index", concept_ids)
+    save_store(store, tmp_path / "index")
+    loaded = load_store(tmp_path / "index", concept_ids)
     assert isinstance(loaded.embeddings, np.memmap) and loaded.embeddings.dtype == dtype
     assert loaded.search_names(queries, 7) == store.search_names(queries, 7)
-    loaded.to_disk(tmp_path / "index")  # saved over the files it maps: nothing lost
-    again = DenseCandidateStore.from_disk(tmp_path / "index", concept_ids)
+    save_store(loaded, tmp_path / "index")  # saved over the files it maps: nothing lost
+    again = load_store(tmp_path / "index", concept_ids)
     assert again.search_names(queries, 7) == store.search_names(queries, 7)
     if dtype == "float16":  # scores are float32 products of the stored float16 vectors
         want = exact_concepts(queries, names.astype(dtype).astype(np.float32), owners,
@@ -162,7 +163,7 @@ def test_bytes_round_trip(data, backend):
     names, owners, queries, concept_ids = data
     store = DenseCandidateStore(concept_ids, 16, backend=backend)
     store.add(names, owners)
-    loaded = DenseCandidateStore.from_bytes(store.to_bytes())
+    loaded = store_from_bytes(store_to_bytes(store))
     assert ids(loaded.search(queries, k=7)) == ids(store.search(queries, k=7))
 
 
@@ -182,7 +183,7 @@ def test_reads_a_store_saved_by_the_previous_version(data, tmp_path):
                                    "owners": owners.tolist(),
                                    "index": faiss.serialize_index(index).tobytes()})
         (tmp_path / index_type).write_bytes(old)
-        loaded = DenseCandidateStore.from_disk(tmp_path / index_type, concept_ids)
+        loaded = load_store(tmp_path / index_type, concept_ids)
         want = exact_concepts(queries, names, owners, concept_ids, 5)
         got = ids(loaded.search(queries, 5))
         assert got == ids(want) if index_type == "flat" else \
@@ -205,11 +206,11 @@ def test_errors(data, tmp_path):
         store.add(names, owners[::-1])  # names must be grouped by concept
     assert err.value.code == "E153"
     with pytest.raises(BioELError) as err:
-        DenseCandidateStore.from_bytes(b"\x93garbage")
+        store_from_bytes(b"\x93garbage")
     assert err.value.code == "E154"
     store.add(names, owners)
-    store.to_disk(tmp_path / "index")
+    save_store(store, tmp_path / "index")
     np.save(tmp_path / "index" / "vectors.npy", names[:10])
     with pytest.raises(BioELError) as err:
-        DenseCandidateStore.from_disk(tmp_path / "index", concept_ids)
+        load_store(tmp_path / "index", concept_ids)
     assert err.value.code == "E154" and "vectors of shape" in str(err.value)

@@ -1,7 +1,8 @@
 """The exact-match shortcut stage: a mention that is a KB name of exactly one
 concept links to it without the encoder; ambiguous names, defined abbreviations
 and names the training mentions link elsewhere go through the encoder; off by
-default, on with the `shortcut` block or the older `exact_shortcut` setting."""
+default, on with the `shortcut` block (or, in a saved config, the older
+`exact_shortcut = true`, read by the factory with W013)."""
 import pytest
 import spacy
 from spacy.tokens import Span
@@ -39,16 +40,16 @@ def run(nlp, text, spans):
 
 def test_shortcut_is_off_by_default_and_validated(nlp):
     linker = nlp.get_pipe("bioel_linker")
-    assert linker.shortcut is None and linker.cfg["exact_shortcut"] is False
-    with pytest.raises(BioELError, match="E175"):
-        linker.set_option("exact_shortcut", "maybe")
+    assert linker.shortcut is None and "exact_shortcut" not in linker.cfg
+    with pytest.raises(BioELError, match="E172"):  # a setting of the component no more
+        linker.set_option("exact_shortcut", True)
     with pytest.raises(BioELError, match="E175"):
         ExactShortcut().set_params(defer_to_training="sometimes")
 
 
 def test_exact_unique_names_skip_the_encoder(nlp, monkeypatch):
     linker = nlp.get_pipe("bioel_linker")
-    linker.set_option("exact_shortcut", True)
+    linker.set_stage("shortcut", ExactShortcut(defer_to_training=False))
     try:
         assert isinstance(linker.shortcut, ExactShortcut)
         encoded = spy_encoder(linker, monkeypatch)
@@ -62,7 +63,7 @@ def test_exact_unique_names_skip_the_encoder(nlp, monkeypatch):
         run(nlp, "familial adenomatous polyposis ( FAP ) FAP", [(4, 5), (6, 7)])
         assert "familial adenomatous polyposis" in encoded and "FAP" in encoded
     finally:
-        linker.set_option("exact_shortcut", False)
+        linker.set_stage("shortcut", None)
     assert linker.shortcut is None
 
 
@@ -93,3 +94,12 @@ def test_the_stage_comes_from_the_config(tiny_bert_dir):
     nlp.initialize()
     assert isinstance(linker.shortcut, ExactShortcut) and linker.shortcut.defer_to_training
     assert run(nlp, "heart attack", [(0, 2)]).ents[0].kb_id_ == "D5"
+
+
+def test_a_saved_config_with_the_older_setting_still_loads(tiny_bert_dir):
+    nlp = spacy.blank("en")
+    with pytest.warns(UserWarning, match="W013"):
+        nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir, exact_shortcut=True))
+    linker = nlp.get_pipe("bioel_linker")
+    assert isinstance(linker.shortcut, ExactShortcut)
+    assert "exact_shortcut" not in linker.cfg

@@ -437,3 +437,28 @@ def test_held_out_knn_leaves_the_documents_own_mentions_out(trained, tmp_path):
     with pytest.raises(BioELError) as err:
         loaded.retrieve([doc], knn_k=2)
     assert err.value.code == "E189"
+
+
+def test_retrieval_depth_and_written_list_are_two_settings(trained):
+    """`retrieve_k` candidates are retrieved and ranked, `top_k` of them written."""
+    nlp, _, _ = trained
+    linker = nlp.get_pipe("bioel_linker")
+    inputs = [gold_spans_doc(nlp, make_doc(nlp, t, s)) for t, s in TRAIN]
+    full = [[(e.kb_id_, e._.kb_ents) for e in nlp(d.copy()).ents] for d in inputs]
+    assert all(len(ents) == 5 for doc in full for _, ents in doc)  # top_k 5 of 6 concepts
+    try:
+        linker.set_option("top_k", 2)  # the same ranking, a shorter list
+        short = [[(e.kb_id_, e._.kb_ents) for e in nlp(d.copy()).ents] for d in inputs]
+        assert short == [[(kb_id, ents[:2]) for kb_id, ents in doc] for doc in full]
+        linker.set_option("top_k", 5)
+        linker.set_option("retrieve_k", 1)  # one candidate retrieved (and, with kNN, neighbours)
+        lengths = [len(e._.kb_ents) for d in inputs for e in nlp(d.copy()).ents]
+        assert max(lengths) <= 1 + 2 and min(lengths) < 5  # knn_k 2
+        linker.set_option("ranker.use_knn", False)
+        assert all(len(e._.kb_ents) == 1 for d in inputs for e in nlp(d.copy()).ents)
+        with pytest.raises(BioELError, match="E175"):
+            linker.set_option("retrieve_k", 0)
+    finally:
+        linker.set_option("top_k", 5)
+        linker.set_option("retrieve_k", 64)
+        linker.set_option("ranker.use_knn", True)

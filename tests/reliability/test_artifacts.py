@@ -9,6 +9,7 @@ import spacy
 
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.errors import BioELError
+from spacy_bioel.index.store_io import save_store
 from spacy_bioel.pipeline.serialize import MANIFEST, write_manifest
 from tests.utils import tiny_linker_config
 
@@ -126,7 +127,7 @@ def test_an_index_of_another_dimension_is_named(saved, tmp_path):
     concepts = spacy.load(saved[0]).get_pipe("bioel_linker").index.names
     store = DenseCandidateStore(concepts.concept_ids, 8)
     store.add(np.eye(len(concepts), 8, dtype=np.float32), concepts.owners)
-    store.to_disk(component / "index")
+    save_store(store, component / "index")
     write_manifest(component)  # as if copied together with a matching manifest
     with pytest.raises(BioELError) as err:
         spacy.load(tmp_path / "pipeline")

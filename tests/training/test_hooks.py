@@ -3,7 +3,8 @@ step replaces the plain step for the batch (its loss terms reported), the next
 hook or the plain step runs when it declines, and every hook hears each epoch end."""
 from thinc.api import Adam
 
-from spacy_bioel.training.hooks import TrainingHook, training_hooks
+from spacy_bioel.training.hooks import TrainingHook
+from spacy_bioel.training.methods import training_hooks
 
 from ..pipeline.test_training_options import build
 

@@ -1,0 +1,85 @@
+"""The prediction settings of a `bioel_linker`, typed and checked in one place.
+
+`LinkerSettings` is the component's `cfg`: a dataclass that reads like the
+mapping spaCy components keep (`linker.cfg["top_k"]`, `dict(linker.cfg)`),
+whose every write goes through `set` and its check (E175 for a bad value;
+E172 for an unknown name is the component's, which also knows stage params).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Dict, Iterator
+
+from ..validation import MAX_BATCH, MAX_TOP_K, as_bool, as_int
+
+CHECKS: Dict[str, Callable[[str, Any], Any]] = {
+    "top_k": lambda k, v: as_int(k, v, 1, MAX_TOP_K),
+    "retrieve_k": lambda k, v: as_int(k, v, 1, MAX_TOP_K),
+    "context_window": lambda k, v: as_int(k, v, 0, 10 ** 6),
+    "abbreviations": as_bool,
+    "nil_without_alnum": as_bool,
+    "encode_batch_size": lambda k, v: as_int(k, v, 1, MAX_BATCH),
+    "cache_size": lambda k, v: as_int(k, v, 0, 10 ** 8),
+    "cache_across_calls": as_bool,
+}
+
+
+@dataclass
+class LinkerSettings(Mapping):
+    """top_k (int): Candidates written to `Span._.<kb_ents_attr>`, best first.
+    retrieve_k (int): Candidates retrieved from the name index and ranked per
+        mention (the ranker's probabilities are over these; at least `top_k`
+        for a full written list).
+    context_window (int): Tokens of context each side of a mention (0: the span).
+    abbreviations (bool): Also score a defined short form through its long form.
+    nil_without_alnum (bool): A mention without a letter or digit is NIL, unencoded.
+    encode_batch_size (int): Texts per encoder pass at prediction and refresh.
+    cache_size (int): Embeddings and decisions remembered (each; 0: no cache).
+    cache_across_calls (bool): Keep the cache between calls until something changes.
+    kb_ents_attr, is_nil_attr, nil_score_attr, similarity_attr, probability_attr
+        (str): The Span extensions written (two linkers can share a pipeline).
+    """
+
+    top_k: int = 64
+    retrieve_k: int = 64
+    context_window: int = 0
+    abbreviations: bool = True
+    nil_without_alnum: bool = True
+    encode_batch_size: int = 256
+    cache_size: int = 10000
+    cache_across_calls: bool = False
+    kb_ents_attr: str = "kb_ents"
+    is_nil_attr: str = "is_nil"
+    nil_score_attr: str = "nil_score"
+    similarity_attr: str = "kb_similarity"
+    probability_attr: str = "kb_prob"
+
+    def __post_init__(self) -> None:
+        for name, check in CHECKS.items():
+            object.__setattr__(self, name, check(name, getattr(self, name)))
+
+    def set(self, key: str, value: Any) -> None:
+        """Set a checked setting (E175 for a bad value); KeyError for an unknown
+        or unchecked name (the extension names are fixed at construction)."""
+        if key not in CHECKS:
+            raise KeyError(key)
+        setattr(self, key, CHECKS[key](key, value))
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._names():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    @classmethod
+    def _names(cls) -> tuple:
+        return tuple(f.name for f in fields(cls))
+
+
+__all__ = ["LinkerSettings", "CHECKS"]
