@@ -72,6 +72,13 @@ def _finite(value: Any) -> Optional[float]:
     return float(value)
 
 
+def as_optional_name(name: str, value: Any, what: str) -> Optional[str]:
+    """None, or a non-empty string (`what` says what it names)."""
+    if value is None or (isinstance(value, str) and value.strip()):
+        return value
+    raise _fail(name, value, f"null or {what}")
+
+
 def as_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     """One of `choices`, exactly (a typo such as 'nill' is an error, not a guess)."""
     if not isinstance(value, str) or value not in choices:
@@ -89,5 +96,5 @@ def _range(kind: str, minimum: Any, maximum: Any, exclusive_minimum: bool = Fals
     return kind
 
 
-__all__ = ["as_bool", "as_int", "as_float", "as_choice", "MAX_THREADS", "MAX_BATCH", "MAX_TOP_K",
+__all__ = ["as_bool", "as_int", "as_float", "as_choice", "as_optional_name", "MAX_THREADS", "MAX_BATCH", "MAX_TOP_K",
            "MAX_TOKENS", "MIN_TOKENS", "MIN_TEMPERATURE", "MAX_TEMPERATURE"]

@@ -117,7 +117,7 @@ def test_every_project_command_names_a_registered_command():
 
     known = {"spacy_bioel": _commands(app), "bench": _commands(lab_app)}
     text = (REPO_ROOT / "project.yml").read_text(encoding="utf-8")
-    called = set(re.findall(r"python -m (spacy_bioel|bench) ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?", text))
+    called = set(re.findall(r"python -m (spacy_bioel|bench) ([a-z][a-z0-9-]*)(?: ([a-z][a-z0-9-]*))?", text))
     assert called
     missing = [f"{entry} {cmd}" for entry, cmd, sub in called
                if cmd not in known[entry] and f"{cmd} {sub}" not in known[entry]]

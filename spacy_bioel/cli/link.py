@@ -75,6 +75,9 @@ def link(
             pipeline = load_pipeline(Path(linker)) if Path(linker).is_dir() else spacy.load(linker)
             kb = find_linker(pipeline).kb
             if find_mentions:  # its NER sets doc.ents, then its linker links them
+                from ..pipeline.text import raise_without_finder
+
+                raise_without_finder(pipeline, text)
                 doc = pipeline.make_doc(plain)
         else:
             pipeline = spacy.blank("en")

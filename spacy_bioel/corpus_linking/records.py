@@ -121,10 +121,12 @@ def _text(value: Any, where: str) -> str:
     return value
 
 
-def place(text: str, ents: Sequence[Sequence[Any]]) -> Tuple[List[List[Any]], List[List[Any]]]:
+def place(text: str, ents: Sequence[Sequence[Any]], overlaps: bool = False
+          ) -> Tuple[List[List[Any]], List[List[Any]]]:
     """Split `ents` into those that can be mentions of `text` (within it, not empty,
-    not overlapping an earlier one, longest first) and the skipped ones, each with
-    its reason: RETURNS (kept sorted by offset, skipped as [start, end, label, reason])."""
+    not overlapping an earlier one, longest first, unless `overlaps`: a span group
+    holds overlapping mentions) and the skipped ones, each with its reason:
+    RETURNS (kept sorted by offset, skipped as [start, end, label, reason])."""
     kept: List[List[Any]] = []
     skipped: List[List[Any]] = []
     taken: List[Tuple[int, int]] = []
@@ -134,7 +136,7 @@ def place(text: str, ents: Sequence[Sequence[Any]]) -> Tuple[List[List[Any]], Li
                             if start < end else "empty or reversed"])
         elif not text[start:end].strip():
             skipped.append([start, end, label, "only white space"])
-        elif any(start < b and a < end for a, b in taken):
+        elif not overlaps and any(start < b and a < end for a, b in taken):
             skipped.append([start, end, label, "overlaps another mention"])
         else:
             kept.append([start, end, label])

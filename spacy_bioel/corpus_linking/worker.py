@@ -23,7 +23,7 @@ class LinkWorker:
 
     def __init__(self, pipeline: str, output_dir: str, top: int = 5, threads: int = 0,
                  batch_size: int = 64, strict: bool = False) -> None:
-        from ..pipeline.loading import find_linker, load_pipeline
+        from ..pipeline.loading import find_linker, load_pipeline, mention_finders
 
         self.nlp = load_pipeline(pipeline) if Path(pipeline).exists() else _load_package(pipeline)
         if threads:  # after loading: the libraries it caps are imported by then
@@ -31,6 +31,7 @@ class LinkWorker:
 
             limit_threads(threads)
         self.linker = find_linker(self.nlp)
+        self.finds_mentions = bool(mention_finders(self.nlp, self.linker))
         self.output_dir = Path(output_dir)
         self.top = int(top)
         self.batch_size = int(batch_size)
@@ -45,6 +46,8 @@ class LinkWorker:
             doc, missed = self._doc(record)
             docs.append(doc)
             skipped.append(missed)
+        from ..pipeline.mentions import mention_spans
+
         cfg = self.linker.cfg
         out = []
         for record, doc, missed in zip(records, self.nlp.pipe(docs, batch_size=self.batch_size),
@@ -58,7 +61,7 @@ class LinkWorker:
                  "nil_score": _num(e._.get(cfg["nil_score_attr"])),
                  "candidates": [[cid, round(float(s), 6)]
                                 for cid, s in (e._.get(cfg["kb_ents_attr"]) or [])[:self.top]]}
-                for e in doc.ents]})
+                for e in mention_spans(doc, cfg["spans_key"])]})
         return out
 
     def _doc(self, record: Record):
@@ -66,8 +69,15 @@ class LinkWorker:
         from ..corpora.documents import tokens_aligned_to
 
         if record["ents"] is None:  # the pipeline's own NER finds the mentions
+            if not self.finds_mentions:
+                from ..pipeline.text import preview
+
+                raise BioELError(Errors.E198.format(text=f"{record['id']}: {preview(record['text'])}", why=(
+                    "the record has no \"entities\" and the pipeline no NER before its linker; "
+                    "give each record its entities, or link with a pipeline that has an NER")))
             return self.nlp.make_doc(record["text"]), []
-        kept, missed = place(record["text"], record["ents"])
+        key = self.linker.cfg["spans_key"]  # a span group may hold overlapping mentions
+        kept, missed = place(record["text"], record["ents"], overlaps=key is not None)
         if missed and self.strict:
             start, end, _, problem = missed[0]
             raise BioELError(Errors.E234.format(where=_where(record), start=start, end=end,
@@ -80,7 +90,10 @@ class LinkWorker:
                 missed.append([start, end, label, "not on token boundaries"])
             else:
                 ents.append(span)
-        doc.ents = ents
+        if key is None:
+            doc.ents = ents
+        else:
+            doc.spans[key] = ents
         return doc, missed
 
     def link_and_write(self, records: Sequence[Record]) -> Dict[str, Any]:

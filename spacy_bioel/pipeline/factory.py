@@ -50,6 +50,7 @@ DEFAULT_CONFIG = {
     "encode_batch_size": 256,
     "cache_size": 10000,
     "cache_across_calls": False,
+    "spans_key": None,
     **DEFAULT_ATTRS,
 }
 
@@ -62,7 +63,7 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
                       runtime,
                       top_k: int, retrieve_k: int, context_window: int, abbreviations: bool,
                       nil_without_alnum: bool, exact_shortcut: bool, encode_batch_size: int,
-                      cache_size: int, cache_across_calls: bool,
+                      cache_size: int, cache_across_calls: bool, spans_key: Optional[str],
                       kb_ents_attr: str, is_nil_attr: str, nil_score_attr: str,
                       similarity_attr: str, probability_attr: str,
                       scorer: Optional[Callable]) -> BioELLinker:
@@ -105,6 +106,9 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
         a repeated mention is encoded and ranked once per `nlp.pipe` call.
     cache_across_calls: keep the cache between calls (until a model, KB, stage or
         setting changes).
+    spans_key: null links `doc.ents`; a name links `doc.spans[name]` instead (e.g.
+        a spancat's overlapping mentions), in training too (the gold spans of
+        the same group).
     *_attr: the Span extensions written (several linkers can share a pipeline).
     """
     install_fork_handler()  # n_process workers: no inherited thread pool (encoders.threads)
@@ -117,8 +121,8 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
         top_k=top_k, retrieve_k=retrieve_k, context_window=context_window,
         abbreviations=abbreviations, nil_without_alnum=nil_without_alnum,
         encode_batch_size=encode_batch_size, cache_size=cache_size,
-        cache_across_calls=cache_across_calls, kb_ents_attr=kb_ents_attr, is_nil_attr=is_nil_attr,
-        nil_score_attr=nil_score_attr, similarity_attr=similarity_attr,
+        cache_across_calls=cache_across_calls, spans_key=spans_key, kb_ents_attr=kb_ents_attr,
+        is_nil_attr=is_nil_attr, nil_score_attr=nil_score_attr, similarity_attr=similarity_attr,
         probability_attr=probability_attr)
     return BioELLinker(nlp.vocab, model, name, loss=loss, index=index, candidates=candidates,
                        ranker=ranker, nil=nil, negatives=negatives, fgsm=fgsm, biofeg=biofeg,

@@ -35,6 +35,7 @@ from .cache import LinkCache
 from .decisions import Retrieved
 from .extensions import install_extensions, write_entity
 from .linking import Decider, check_contextual
+from .mentions import mention_spans, write_spans
 from .settings import LinkerSettings
 from .state import LinkerState
 
@@ -137,7 +138,8 @@ class BioELLinker(TrainablePipe):
         check_contextual(self.model, self.ranker, self.biofeg, self.runtime)
         self.model.initialize(X=([" "], "mention"))
         self.runtime.invalidate()
-        self.train_mentions = self.state.gold_rows(examples, self.cfg["context_window"])
+        self.train_mentions = self.state.gold_rows(examples, self.cfg["context_window"],
+                                                   self.cfg["spans_key"])
         self.refresh(force=True)
 
     def resolve(self, concept_id: str) -> Optional[int]:
@@ -225,7 +227,7 @@ class BioELLinker(TrainablePipe):
         """Replace the datastore with the gold mentions of `docs` (e.g. train + dev).
         RETURNS (int): the number of keys."""
         self.train_mentions = self.state.gold_rows([Example(d, d) for d in docs],
-                                                   self.cfg["context_window"])
+                                                   self.cfg["context_window"], self.cfg["spans_key"])
         self.datastore_stale = True
         self.refresh()
         return len(self.datastore)
@@ -275,19 +277,28 @@ class BioELLinker(TrainablePipe):
         """RETURNS (List[List[Dict[str, Any]]]): per doc, per ent, the decision."""
         docs = list(docs)
         decided = iter(self.decider().predict(docs, self.call))
-        return [[next(decided) for _ in doc.ents] for doc in docs]
+        key = self.cfg["spans_key"]
+        return [[next(decided) for _ in mention_spans(doc, key)] for doc in docs]
 
     def set_annotations(self, docs: Iterable[Doc], predictions: List[List[Dict[str, Any]]]) -> None:
         """Write kb_id_, the scored candidates, similarity, probability and NIL flags."""
+        key = self.cfg["spans_key"]
         for doc, doc_predictions in zip(docs, predictions):
-            ents = list(doc.ents)
-            if len(ents) != len(doc_predictions):
-                raise BioELError(Errors.E162.format(n_ents=len(ents), n_pred=len(doc_predictions)))
-            for ent, result in zip(ents, doc_predictions):
+            spans = mention_spans(doc, key)
+            if len(spans) != len(doc_predictions):
+                raise BioELError(Errors.E162.format(n_ents=len(spans), n_pred=len(doc_predictions)))
+            for span, result in zip(spans, doc_predictions):
                 if "reason" in result:
                     self.counts[result["reason"]] += 1
-                write_entity(ent, result, self.cfg)
-            doc.ents = ents
+                write_entity(span, result, self.cfg)
+            write_spans(doc, key, spans)
+
+    def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
+        """The scorer over the spans this linker links and the extension it writes."""
+        if self.scorer is None:
+            return {}
+        return self.scorer(examples, kb_ents_attr=self.cfg["kb_ents_attr"],
+                           spans_key=self.cfg["spans_key"], **kwargs)
 
     def canonical_name(self, concept_id: str) -> Optional[str]:
         """RETURNS (Optional[str]): the KB's canonical name of a concept."""

@@ -25,7 +25,7 @@ from ..errors import BioELError, Errors, Warnings, warn
 from .cache import LinkCache
 from .decisions import NIL_WITHOUT_ALNUM, Retrieved, decide_entity
 from .mentions import (SpanKey, has_alnum, held_out_key, long_forms, mention_alternatives,
-                       mention_input)
+                       mention_input, mention_spans)
 from .state import LinkerState
 
 Entity = Tuple[int, Span]  # (doc index, entity)
@@ -54,8 +54,9 @@ class Decider:
                ) -> Tuple[List[Entity], Dict[SpanKey, str], List[Optional[Retrieved]]]:
         """Every entity, the long forms of defined abbreviations, and the
         alternatives of the entities decided without the encoder (None for the others)."""
-        every = [(i, ent) for i, doc in enumerate(docs) for ent in doc.ents]
-        forms = long_forms(list(docs)) if self.settings["abbreviations"] else {}
+        key = self.settings["spans_key"]
+        every = [(i, ent) for i, doc in enumerate(docs) for ent in mention_spans(doc, key)]
+        forms = long_forms(list(docs), key) if self.settings["abbreviations"] else {}
         shortcut = self.shortcut
         early: List[Optional[Retrieved]] = [None] * len(every)
         for k, (i, ent) in enumerate(every):

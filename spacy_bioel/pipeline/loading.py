@@ -99,12 +99,22 @@ def load_with_config(path: Union[str, Path], config) -> Language:
 NER_COMPONENTS = ("ner", "entity_ruler", "span_ruler")
 
 
+def mention_finders(nlp: Language, linker: BioELLinker) -> List[str]:
+    """The components before `linker` that find mentions: an NER, ruler or span
+    categoriser (by name, or by a factory that assigns `doc.ents` / `doc.spans`).
+    None means the pipeline cannot read plain text (its mentions must be given)."""
+    names = nlp.pipe_names[:nlp.pipe_names.index(linker.name)]
+    return [name for name in names if name in NER_COMPONENTS or any(
+        a == "doc.ents" or a.startswith("doc.spans") for a in nlp.get_pipe_meta(name).assigns)]
+
+
 def upstream_annotated(nlp: Language, linker: BioELLinker, docs: List[Doc]) -> List[Doc]:
     """`docs` (gold spans kept) through the components before `linker` that find
     no entities, e.g. the transformer a contextual mention tower listens to; the
     docs themselves when there are none."""
     names = nlp.pipe_names
-    upstream = [n for n in names[:names.index(linker.name)] if n not in NER_COMPONENTS]
+    finders = set(mention_finders(nlp, linker))
+    upstream = [n for n in names[:names.index(linker.name)] if n not in finders]
     if not upstream:
         return docs
     with nlp.select_pipes(enable=upstream):
@@ -112,4 +122,4 @@ def upstream_annotated(nlp: Language, linker: BioELLinker, docs: List[Doc]) -> L
 
 
 __all__ = ["find_linker", "load_pipeline", "load_with_config", "repair_pipeline",
-           "upstream_annotated", "NER_COMPONENTS"]
+           "upstream_annotated", "mention_finders", "NER_COMPONENTS"]

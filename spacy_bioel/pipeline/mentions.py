@@ -1,10 +1,11 @@
-"""What the linker reads from a Doc: mention inputs (with optional context),
-linkable gold mentions, and the long forms of abbreviations defined in the text."""
+"""What the linker reads from a Doc: the spans it links (`doc.ents`, or a span
+group with `spans_key`), mention inputs (with optional context), linkable gold
+mentions, and the long forms of abbreviations defined in the text."""
 from __future__ import annotations
 
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from spacy.tokens import Doc, Span
+from spacy.tokens import Doc, Span, SpanGroup
 from spacy.training import Example
 
 from ..encoders.common import span_of_input  # noqa: F401 - re-exported
@@ -13,6 +14,25 @@ from ..datastore.knn import HELD_OUT_KNN, held_out_key
 from .abbreviations import find_abbreviations
 
 SpanKey = Tuple[int, int, int]  # (doc index, start char, end char)
+
+
+def mention_spans(doc: Doc, spans_key: Optional[str] = None) -> List[Span]:
+    """The spans a linker links: `doc.ents`, or `doc.spans[spans_key]` (none
+    when the doc has no such group), in order."""
+    if spans_key is None:
+        return list(doc.ents)
+    return list(doc.spans[spans_key]) if spans_key in doc.spans else []
+
+
+def write_spans(doc: Doc, spans_key: Optional[str], spans: List[Span]) -> None:
+    """Store `spans` (copies whose kb_id_ was set) back where they came from: a
+    Span read from `doc.ents` or a span group is a copy, so its id is written by
+    assigning the list again (a group keeps its name and attrs)."""
+    if spans_key is None:
+        doc.ents = spans
+    elif spans_key in doc.spans:
+        group = doc.spans[spans_key]
+        doc.spans[spans_key] = SpanGroup(doc, name=group.name, attrs=dict(group.attrs), spans=spans)
 
 
 def has_alnum(text: str) -> bool:
@@ -32,21 +52,22 @@ def mention_input(ent: Span, context_window: int) -> str:
 
 
 def gold_mentions(examples: Iterable[Example], resolve: Callable[[str], Optional[int]],
-                  context_window: int) -> List[Tuple[str, int, int]]:
+                  context_window: int, spans_key: Optional[str] = None
+                  ) -> List[Tuple[str, int, int]]:
     """(mention input, gold concept index, example index) of every reference
     mention with a gold id that `resolve` maps to a concept of the index (a
     composite mention counts under its first resolvable id)."""
     return [(mention_input(ent, context_window), concept, doc_index)
-            for doc_index, ent, concept in linkable_gold(examples, resolve)]
+            for doc_index, ent, concept in linkable_gold(examples, resolve, spans_key)]
 
 
-def linkable_gold(examples: Iterable[Example], resolve: Callable[[str], Optional[int]]
-                  ) -> Iterator[Tuple[int, Span, int]]:
-    """(example index, reference entity, gold concept index) of every reference
-    mention with a gold id that `resolve` maps to a concept (a composite under
-    its first resolvable id): the walk behind `gold_mentions`."""
+def linkable_gold(examples: Iterable[Example], resolve: Callable[[str], Optional[int]],
+                  spans_key: Optional[str] = None) -> Iterator[Tuple[int, Span, int]]:
+    """(example index, reference mention, gold concept index) of every reference
+    mention (`mention_spans`) with a gold id that `resolve` maps to a concept (a
+    composite under its first resolvable id): the walk behind `gold_mentions`."""
     for doc_index, eg in enumerate(examples):
-        for ent in eg.reference.ents:
+        for ent in mention_spans(eg.reference, spans_key):
             for concept_id in split_gold_ids(ent.kb_id_):
                 concept = resolve(concept_id)
                 if concept is not None:
@@ -54,29 +75,29 @@ def linkable_gold(examples: Iterable[Example], resolve: Callable[[str], Optional
                     break
 
 
-def training_spans(examples, resolve: Callable[[str], Optional[int]]
-                   ) -> Tuple[List[Doc], List[List[Tuple[int, int]]]]:
+def training_spans(examples, resolve: Callable[[str], Optional[int]],
+                   spans_key: Optional[str] = None) -> Tuple[List[Doc], List[List[Tuple[int, int]]]]:
     """The predicted docs of the batch (all of them, in order, as the upstream
     component's listener checks) and, per doc, the (start, end) tokens of its
     linkable reference mentions, in the order of `mentions.gold_mentions`."""
     docs = [eg.predicted for eg in examples]
     rows: List[List[Tuple[int, int]]] = [[] for _ in docs]
-    for doc_index, ent, _ in linkable_gold(examples, resolve):
+    for doc_index, ent, _ in linkable_gold(examples, resolve, spans_key):
         span = docs[doc_index].char_span(ent.start_char, ent.end_char, alignment_mode="expand")
         rows[doc_index].append((span.start, span.end) if span is not None and len(span)
                                else (ent.start, ent.end))  # same tokens (gold spans)
     return docs, rows
 
 
-def long_forms(docs: List[Doc]) -> Dict[SpanKey, str]:
-    """(doc index, start, end) of short-form entities -> their long form
+def long_forms(docs: List[Doc], spans_key: Optional[str] = None) -> Dict[SpanKey, str]:
+    """(doc index, start, end) of short-form mentions -> their long form
     (Schwartz & Hearst 2003 definitions found in the same document)."""
     out = {}
     for i, doc in enumerate(docs):
         pairs = find_abbreviations(doc.text)
         if not pairs:
             continue
-        for ent in doc.ents:
+        for ent in mention_spans(doc, spans_key):
             long_form = pairs.get(ent.text)
             if long_form:
                 out[(i, ent.start_char, ent.end_char)] = long_form
@@ -100,5 +121,5 @@ def mention_alternatives(spans: List[Tuple[int, Span]], context_window: int,
     return texts, labels, owner
 
 
-__all__ = ["HELD_OUT_KNN", "held_out_key", "has_alnum", "mention_input", "span_of_input",
+__all__ = ["mention_spans", "write_spans", "HELD_OUT_KNN", "held_out_key", "has_alnum", "mention_input", "span_of_input",
            "gold_mentions", "linkable_gold", "training_spans", "long_forms", "mention_alternatives"]

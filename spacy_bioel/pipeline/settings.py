@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Dict, Iterator
+from typing import Any, Callable, Dict, Iterator, Optional
 
-from ..validation import MAX_BATCH, MAX_TOP_K, as_bool, as_int
+from ..validation import MAX_BATCH, MAX_TOP_K, as_bool, as_int, as_optional_name
 
 CHECKS: Dict[str, Callable[[str, Any], Any]] = {
     "top_k": lambda k, v: as_int(k, v, 1, MAX_TOP_K),
@@ -22,6 +22,7 @@ CHECKS: Dict[str, Callable[[str, Any], Any]] = {
     "encode_batch_size": lambda k, v: as_int(k, v, 1, MAX_BATCH),
     "cache_size": lambda k, v: as_int(k, v, 0, 10 ** 8),
     "cache_across_calls": as_bool,
+    "spans_key": lambda k, v: as_optional_name(k, v, "the name of a span group (doc.spans[name])"),
 }
 
 
@@ -37,6 +38,8 @@ class LinkerSettings(Mapping):
     encode_batch_size (int): Texts per encoder pass at prediction and refresh.
     cache_size (int): Embeddings and decisions remembered (each; 0: no cache).
     cache_across_calls (bool): Keep the cache between calls until something changes.
+    spans_key (Optional[str]): Link `doc.spans[spans_key]` (e.g. a spancat's
+        overlapping mentions) instead of `doc.ents` (None, the default).
     kb_ents_attr, is_nil_attr, nil_score_attr, similarity_attr, probability_attr
         (str): The Span extensions written (two linkers can share a pipeline).
     """
@@ -49,6 +52,7 @@ class LinkerSettings(Mapping):
     encode_batch_size: int = 256
     cache_size: int = 10000
     cache_across_calls: bool = False
+    spans_key: Optional[str] = None
     kb_ents_attr: str = "kb_ents"
     is_nil_attr: str = "is_nil"
     nil_score_attr: str = "nil_score"

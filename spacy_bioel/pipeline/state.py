@@ -80,14 +80,14 @@ class LinkerState:
             return [(t, c, k) for (t, c), k in zip(self.train_mentions, self.train_docs)]
         return self.train_mentions
 
-    def gold_rows(self, examples: Sequence["Example"], context_window: int
-                  ) -> List[Tuple[str, str, int]]:
+    def gold_rows(self, examples: Sequence["Example"], context_window: int,
+                  spans_key: Optional[str] = None) -> List[Tuple[str, str, int]]:
         """(mention input, gold concept id, document key) of every linkable gold
         mention of `examples` (the key lets a held-out document skip its own)."""
         keys = [document_key(eg.reference.text) for eg in examples]
         ids = self.index.names.concept_ids
         return [(text, ids[c], keys[i])
-                for text, c, i in gold_mentions(examples, self.resolve, context_window)]
+                for text, c, i in gold_mentions(examples, self.resolve, context_window, spans_key)]
 
     def refresh_index(self, encode: Encode, cache_key: Optional[str]) -> None:
         """Encode every name with the concept tower (`encode`), through the

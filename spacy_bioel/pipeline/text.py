@@ -54,6 +54,7 @@ def link_text(nlp: Language, text: str) -> Doc:
     are any, else the pipeline's own NER finds them (E198 when it finds none)."""
     if _BRACKETED.search(text):
         return nlp(bracketed_doc(nlp, text))
+    raise_without_finder(nlp, text)
     doc = nlp(text)
     if not doc.ents:
         raise BioELError(Errors.E198.format(text=preview(text),
@@ -61,4 +62,14 @@ def link_text(nlp: Language, text: str) -> Doc:
     return doc
 
 
-__all__ = ["bracketed_doc", "link_text", "parse_bracketed", "preview"]
+def raise_without_finder(nlp: Language, text: str) -> None:
+    """E198 when `nlp` has no NER (or ruler, span categoriser) before its linker:
+    it cannot find mentions in plain text, so they must be marked."""
+    from .loading import find_linker, mention_finders
+
+    if not mention_finders(nlp, find_linker(nlp)):
+        raise BioELError(Errors.E198.format(text=preview(text), why=(
+            "the pipeline has no NER before its linker, so it cannot find mentions itself")))
+
+
+__all__ = ["bracketed_doc", "link_text", "parse_bracketed", "preview", "raise_without_finder"]

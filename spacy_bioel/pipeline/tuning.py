@@ -20,7 +20,7 @@ from ..datastore.knn import grid_accuracy
 from ..kb.ids import split_gold_ids
 from .linker import BioELLinker
 from .decisions import prefers_later
-from .mentions import has_alnum
+from .mentions import has_alnum, mention_spans
 
 logger = logging.getLogger(__name__)
 DEFAULT_GRID = {"k": [1, 4, 8, 16, 32], "lambda": [0.0, 0.1, 0.2, 0.3, 0.5, 0.7],
@@ -59,11 +59,12 @@ def tune_linker(linker: BioELLinker, docs: Sequence[Doc], grid: Optional[Dict[st
     """Pick the ranker's values (and a hybrid generator's sparse weight) for dev
     Acc@1, then fit the NIL stage on the decisions they give; set them on the stages.
 
-    docs: dev docs with gold `kb_id_` on `doc.ents` (never the test set).
+    docs: dev docs with gold `kb_id_` on the spans the linker links (`doc.ents`
+        or its `spans_key` group; never the test set).
     RETURNS (Dict[str, Any]): n, best, grid, sparse-weight rows, nil fit.
     """
     grid = {**DEFAULT_GRID, **(grid or {})}
-    spans = [ent for doc in docs for ent in doc.ents]
+    spans = [ent for doc in docs for ent in mention_spans(doc, linker.cfg["spans_key"])]
     gold = [set(split_gold_ids(ent.kb_id_)) for ent in spans]
     linkable = [i for i, ids in enumerate(gold) if ids]
     encoded = [i for i, ent in enumerate(spans)  # the others are NIL whatever the settings

@@ -521,6 +521,18 @@ def test_link_without_brackets_uses_the_pipeline_ner(kb_path, tiny_bert_dir, tmp
     assert result.exception.code == "E198" and "NER found none" in str(result.exception)
 
 
+def test_link_plain_text_with_a_pipeline_without_ner_says_so(kb_path, tiny_bert_dir, tmp_path):
+    """A saved pipeline with no NER cannot read plain text: E198 says that, not
+    that its (absent) NER found nothing; bracketed mentions still link."""
+    concepts = [(c.concept_id, c.canonical_name) for c in KnowledgeBase.from_disk(kb_path)]
+    save_linker_pipeline(tmp_path / "linker", tiny_bert_dir, concepts)
+    result = invoke("link", "Patients with breast cancer.", "--linker", tmp_path / "linker")
+    assert result.exception.code == "E198"
+    assert "no NER before its linker" in str(result.exception)
+    assert "NER found none" not in str(result.exception)
+    ok("link", "Patients with [breast cancer].", "--linker", tmp_path / "linker")
+
+
 def test_link_help_keeps_brackets():
     """Help texts are printed as written: '[brackets]' is not read as markup."""
     assert "[brackets]" in ok("link", "--help").output

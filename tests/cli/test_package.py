@@ -68,3 +68,27 @@ def test_package_refuses_a_bad_dtype(trained_dir, tmp_path):
     result = CliRunner().invoke(app, ["package", str(trained_dir[0]), str(tmp_path / "out"),
                                       "--vectors-dtype", "int4"])
     assert result.exception is not None and result.exception.code == "E175"
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_packaged_pipeline_with_an_ner_links_plain_text(tiny_bert_dir, tmp_path):
+    """A wheel whose pipeline finds its own mentions (here an entity ruler before
+    the linker) links the probe as plain text, offline, as the source does."""
+    encoder = tmp_path / "encoder"
+    shutil.copytree(tiny_bert_dir, encoder)
+    pipeline = save_linker_pipeline(tmp_path / "pipeline", encoder, [
+        ("D1", "familial adenomatous polyposis"), ("D2", "colorectal carcinoma"),
+        ("D3", "hepatoblastoma"), ("D4", "myocardial infarction")], patterns=list(PROBE_MENTIONS))
+    before = link_probe(str(pipeline))
+    result = CliRunner().invoke(app, ["package", str(pipeline), str(tmp_path / "out"), "--name",
+                                      "toy_ner_linker", "--version", "0.0.1"])
+    assert result.exit_code == 0, (result.output, result.exception)
+    wheel = next((tmp_path / "out").rglob("en_toy_ner_linker-0.0.1-py3-none-any.whl"))
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(target), str(wheel)], check=True)
+    shutil.rmtree(encoder)
+    env = {"PYTHONPATH": os.pathsep.join([str(target), os.environ.get("PYTHONPATH", "")])}
+    after = link_probe("en_toy_ner_linker", env=env)
+    assert [m for m, _ in after] == list(PROBE_MENTIONS)  # found in the plain text
+    assert after == before and all(cid.startswith("D") for _, cid in after)

@@ -133,3 +133,15 @@ def test_ray_engine_equals_local_and_survives_a_killed_worker(tmp_path, pipeline
             assert (x["kb_id"], x["is_nil"]) == (y["kb_id"], y["is_nil"])
             assert [c for c, _ in x["candidates"]] == [c for c, _ in y["candidates"]]
             assert x["prob"] == pytest.approx(y["prob"], abs=1e-4)
+
+
+def test_records_without_entities_need_a_pipeline_with_an_ner(tmp_path, tiny_bert_dir):
+    """Text without "entities" and a pipeline without an NER: E198 naming the
+    record, not an output with no mentions."""
+    bare = save_linker_pipeline(tmp_path / "bare", tiny_bert_dir, NAMES)
+    (tmp_path / "in").mkdir()
+    write_jsonl(tmp_path / "in" / "a.jsonl", 2, with_entities=False)
+    result = CliRunner().invoke(app, ["link-corpus", str(bare), str(tmp_path / "in"),
+                                      str(tmp_path / "out")])
+    message = str(result.exception)
+    assert result.exit_code != 0 and "E198" in message and "doc0" in message and "no NER" in message

@@ -1,0 +1,123 @@
+"""`e2e PIPELINE DATA`: a pipeline with an NER reads the test documents' raw text;
+NER, mention-level linking and document-level concept P/R/F1 with bootstrap
+intervals over documents, the same linker on the gold spans beside them, and
+the time spent end to end and in each component (`bench.e2e`)."""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+import typer
+
+from ._app import app, setup_logging, write_json
+
+logger = logging.getLogger(__name__)
+
+
+def run_pipeline(nlp, texts: List[str], batch_size: int = 32):
+    """The docs of `texts` through every component, and the seconds each took
+    (the tokenizer included)."""
+    started = time.perf_counter()
+    docs = [nlp.make_doc(text) for text in texts]
+    seconds: Dict[str, float] = {"tokenizer": time.perf_counter() - started}
+    for name, proc in nlp.pipeline:
+        started = time.perf_counter()
+        docs = list(proc.pipe(docs, batch_size=batch_size)) if hasattr(proc, "pipe") else \
+            [proc(doc) for doc in docs]
+        seconds[name] = time.perf_counter() - started
+    return docs, seconds
+
+
+def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int = 0
+                 ) -> Dict[str, Any]:
+    from spacy_bioel.errors import BioELError, Errors
+    from spacy_bioel.pipeline.loading import NER_COMPONENTS, find_linker, load_pipeline, \
+        upstream_annotated
+    from spacy_bioel.training.readers import gold_spans_doc
+
+    from .. import e2e
+    from ._app import read_docs
+
+    nlp = load_pipeline(pipeline)
+    linker = find_linker(nlp)
+    finders = [n for n in nlp.pipe_names[:nlp.pipe_names.index(linker.name)] if n in NER_COMPONENTS]
+    if not finders:
+        raise BioELError(Errors.E198.format(text=str(pipeline), why=(
+            "the pipeline has no NER before its linker, so it cannot read raw text")))
+    gold_docs = read_docs([data])
+    gold_docs = gold_docs[:limit] if limit else gold_docs
+    docs, seconds = run_pipeline(nlp, [d.text for d in gold_docs])
+    key = linker.cfg["spans_key"]
+    end_to_end = [e2e.gold_result(g, e2e.predicted_mentions(d, key)) for g, d in zip(gold_docs, docs)]
+    # the same linker on the gold spans (no NER): what the NER costs
+    spans = upstream_annotated(nlp, linker, [gold_spans_doc(nlp, g) for g in gold_docs])
+    started = time.perf_counter()
+    on_gold = list(linker.pipe(spans))
+    gold_seconds = time.perf_counter() - started
+    gold_spans = [e2e.gold_result(g, e2e.predicted_mentions(d)) for g, d in zip(gold_docs, on_gold)]
+    total = sum(seconds.values())
+    ner_seconds = sum(seconds[n] for n in nlp.pipe_names if n != linker.name and
+                      nlp.pipe_names.index(n) < nlp.pipe_names.index(linker.name))
+    return {
+        "pipeline": str(pipeline), "data": str(data), "documents": len(gold_docs),
+        "end_to_end": e2e.scores(end_to_end, n_bootstrap),
+        "gold_spans": e2e.scores(gold_spans, n_bootstrap),
+        "unrepresentable": e2e.unrepresentable(gold_docs, nlp.make_doc),
+        "speed": {"docs_per_s": len(gold_docs) / total if total else None,
+                  "seconds": {k: round(v, 3) for k, v in seconds.items()},
+                  "share_ner": ner_seconds / total if total else None,
+                  "share_linker": seconds[linker.name] / total if total else None,
+                  "linker_on_gold_spans_s": round(gold_seconds, 3)},
+        "bootstrap": n_bootstrap}
+
+
+def markdown(report: Dict[str, Any], title: str) -> str:
+    lines = [f"# {title}", "", f"{report['documents']} documents of {report['data']}; pipeline "
+             f"{report['pipeline']}; 95% intervals from {report['bootstrap']} bootstrap resamples "
+             "of the documents.", "",
+             "| spans | measure | P | R | F1 | F1 95% CI |", "|---|---|---:|---:|---:|---|"]
+    for spans in ("end_to_end", "gold_spans"):
+        for measure, name in (("ner", "NER strict"), ("mentions", "mention-level linking"),
+                              ("documents", "document-level concepts")):
+            if spans == "gold_spans" and measure == "ner":
+                continue
+            row = report[spans][measure]
+            ci = row["ci95"].get("f", [None, None])
+            interval = f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci[0] is not None else ""
+            lines.append(f"| {'NER' if spans == 'end_to_end' else 'gold'} | {name} | "
+                         f"{100 * row['p']:.1f} | {100 * row['r']:.1f} | {100 * row['f']:.1f} | {interval} |")
+    unrep, speed = report["unrepresentable"], report["speed"]
+    lines += ["", f"Gold mentions a flat NER cannot produce: {unrep['overlapping']} overlapping and "
+                  f"{unrep['not_token_aligned']} not on token edges, of {unrep['gold_mentions']}.",
+              f"End to end: {speed['docs_per_s']:.1f} docs/s; NER {100 * speed['share_ner']:.0f}% "
+              f"of the time, linker {100 * speed['share_linker']:.0f}%."]
+    return "\n".join(lines) + "\n"
+
+
+@app.command("e2e")
+def e2e_command(
+    pipeline: Path = typer.Argument(..., help="A trained pipeline with an NER before its linker"),
+    data: Path = typer.Argument(..., help="Gold documents (.spacy from convert): their raw text is read"),
+    output: Path = typer.Option(..., "--output", help="JSON report (a .md table beside it)"),
+    title: str = typer.Option("End-to-end evaluation", "--title"),
+    n_bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Resamples of the documents"),
+    limit: int = typer.Option(0, "--limit", min=0, help="First N documents only (0: all)"),
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+) -> None:
+    """Raw text in, linked concepts out: NER strict P/R/F1, mention-level linking
+    P/R/F1 (exact span, right id), document-level concept P/R/F1 (BioCreative V
+    CDR protocol), each with bootstrap intervals over documents; the same linker
+    on the gold spans beside them; docs/s and the share of time in the NER and
+    the linker."""
+    setup_logging(verbose)
+    report = evaluate_e2e(pipeline, data, n_bootstrap, limit)
+    write_json(output, report)
+    output.with_suffix(".md").write_text(markdown(report, title), encoding="utf-8")
+    for spans in ("end_to_end", "gold_spans"):
+        typer.echo(f"{spans}: " + ", ".join(f"{m} F1 {100 * report[spans][m]['f']:.1f}"
+                                             for m in report[spans]))
+
+
+__all__ = ["evaluate_e2e", "run_pipeline", "markdown"]

@@ -1,0 +1,90 @@
+"""configs/ner_linker_cpu.cfg: a disease NER trained with `spacy train` before a
+sourced, frozen bioel_linker; the saved pipeline turns plain text into linked
+mentions (`link` without brackets, the end-to-end harness)."""
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+
+from tests.utils import save_linker_pipeline
+
+ROOT = Path(__file__).resolve().parents[2]
+CONCEPTS = [("D1", "colon cancer"), ("D2", "heart attack"), ("D3", "asthma")]
+CONTEXTS = ["The patient had {} last year .", "Relatives with {} were seen .",
+            "We report {} in two siblings .", "No sign of {} was found ."]
+
+
+def docs(nlp, n, seed):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        cid, name = rng.choice(CONCEPTS)
+        text = rng.choice(CONTEXTS).format(name)
+        doc = nlp.make_doc(text)
+        start = text.index(name)
+        doc.ents = [doc.char_span(start, start + len(name), label="Disease", kb_id=cid)]
+        out.append(doc)
+    return out
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_bert_dir, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ner_linker")
+    nlp = spacy.blank("en")
+    DocBin(docs=docs(nlp, 60, 0)).to_disk(folder / "train.spacy")
+    DocBin(docs=docs(nlp, 12, 1)).to_disk(folder / "dev.spacy")
+    save_linker_pipeline(folder / "linker", tiny_bert_dir, CONCEPTS)
+    done = subprocess.run(
+        [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "ner_linker_cpu.cfg"),
+         "--output", str(folder / "out"), "--paths.train", str(folder / "train.spacy"),
+         "--paths.dev", str(folder / "dev.spacy"), "--paths.linker", str(folder / "linker"),
+         "--training.max_steps", "120", "--training.eval_frequency", "40",
+         "--training.batcher.size.start", "50", "--training.batcher.size.stop", "50"],
+        capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return folder
+
+
+def test_the_pipeline_finds_and_links_plain_text(trained):
+    from spacy_bioel.pipeline.loading import load_pipeline
+
+    nlp = load_pipeline(trained / "out" / "model-best")
+    assert nlp.pipe_names == ["tok2vec", "ner", "bioel_linker"]
+    doc = nlp("Relatives with heart attack were seen .")
+    assert [(e.text, e.kb_id_) for e in doc.ents] == [("heart attack", "D2")]
+    doc = nlp("We report asthma in two siblings .")
+    assert [(e.text, e.kb_id_) for e in doc.ents] == [("asthma", "D3")]
+
+
+def test_link_reads_plain_text_with_it(trained):
+    from typer.testing import CliRunner
+
+    from spacy_bioel.cli import app
+
+    result = CliRunner().invoke(app, ["link", "The patient had colon cancer last year .",
+                                      "--linker", str(trained / "out" / "model-best")])
+    assert result.exit_code == 0, result.output
+    assert "colon cancer" in result.output and "D1" in result.output
+
+
+def test_end_to_end_harness_on_it(trained, tmp_path):
+    from bench.cli._app import main
+
+    output = tmp_path / "e2e.json"
+    try:
+        main(["e2e", str(trained / "out" / "model-best"), str(trained / "dev.spacy"),
+              "--output", str(output), "--bootstrap", "50"])
+    except SystemExit as stop:
+        assert stop.code in (0, None)
+    report = json.loads(output.read_text())
+    assert report["documents"] == 12
+    assert report["end_to_end"]["ner"]["f"] == 1.0  # found every dev mention
+    assert report["end_to_end"]["documents"]["f"] == 1.0 == report["gold_spans"]["documents"]["f"]
+    assert report["unrepresentable"] == {"gold_mentions": 12, "overlapping": 0, "not_token_aligned": 0}
+    assert 0 < report["speed"]["share_ner"] < 1 and 0 < report["speed"]["share_linker"] < 1
+    assert "| NER | NER strict |" in output.with_suffix(".md").read_text()
