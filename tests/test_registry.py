@@ -120,8 +120,9 @@ def test_factory_declares_what_it_needs():
     assert meta.requires == ["doc.ents"] and meta.assigns == ["token.ent_kb_id"]
 
 
-LINKER_CONFIGS = sorted(p for p in (Path(__file__).resolve().parents[1] / "configs").glob("*.cfg")
-                        if p.name != "reranker.cfg")
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+LINKER_CONFIGS = sorted(p for p in CONFIGS.glob("*.cfg")  # those that build their own linker
+                        if p.name != "reranker.cfg" and not p.name.startswith("ner_"))
 
 
 @pytest.mark.parametrize("path", LINKER_CONFIGS, ids=lambda p: p.name)
@@ -138,6 +139,22 @@ def test_every_shipped_config_resolves_its_stages(path):
     stages = ("index", "candidates", "ranker", "nil", "negatives")
     assert all(getattr(linker, stage, None) is not None for stage in stages)
     assert nlp.config["training"]["before_to_disk"]["@callbacks"] == "spacy-bioel.RefreshLinkers.v1"
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("ner_*.cfg")), ids=lambda p: p.name)
+def test_ner_configs_train_an_ner_before_a_frozen_sourced_linker(path):
+    """configs/ner_linker_*.cfg (the sourced linker swapped for a fresh one) build
+    the NER's features, the NER and the linker, and train the NER alone."""
+    from spacy.util import load_model_from_config
+
+    if "trf" in path.name:
+        pytest.importorskip("spacy_transformers", reason="the trf extra is not installed here")
+    config = Config().from_disk(path)
+    config["components"]["bioel_linker"] = {"factory": "bioel_linker"}
+    nlp = load_model_from_config(config, auto_fill=True, validate=True)
+    assert nlp.pipe_names[1:] == ["ner", "bioel_linker"]
+    assert nlp.config["training"]["frozen_components"] == ["bioel_linker"]
+    assert nlp.config["corpora"]["train"]["@readers"] == "spacy.Corpus.v1"  # raw text in
 
 
 def test_reranker_config_trains_behind_a_frozen_annotating_linker():

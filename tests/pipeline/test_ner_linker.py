@@ -88,3 +88,20 @@ def test_end_to_end_harness_on_it(trained, tmp_path):
     assert report["unrepresentable"] == {"gold_mentions": 12, "overlapping": 0, "not_token_aligned": 0}
     assert 0 < report["speed"]["share_ner"] < 1 and 0 < report["speed"]["share_linker"] < 1
     assert "| NER | NER strict |" in output.with_suffix(".md").read_text()
+
+
+@pytest.mark.parametrize("text", ["", "   ", "No disease is named here .", "Пациент с астмой .",
+                                  "asthma\x00\x07 colon\u200bcancer\r\n", "热 哮喘 .",
+                                  "We report asthma in two siblings . " * 20000])
+def test_bad_plain_text_neither_crashes_nor_drops(trained, text):
+    """Empty text, text without a disease, other scripts, control characters and
+    a document of about 700 KB: every mention the NER finds gets an id or NIL."""
+    from spacy_bioel.pipeline.loading import load_pipeline
+
+    nlp = load_pipeline(trained / "out" / "model-best")
+    doc = nlp(text)
+    assert doc.text == text
+    assert all(e.kb_id_ and (e.kb_id_ == "NIL" or e.kb_id_ in {"D1", "D2", "D3"}) for e in doc.ents)
+    assert all(e._.kb_ents is not None for e in doc.ents)
+    if len(text) > 100000:
+        assert len(doc.ents) == 20000  # every repeated 'asthma' found and linked
