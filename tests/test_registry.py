@@ -147,8 +147,6 @@ def test_ner_configs_train_an_ner_before_a_frozen_sourced_linker(path):
     the NER's features, the NER and the linker, and train the NER alone."""
     from spacy.util import load_model_from_config
 
-    if "trf" in path.name:
-        pytest.importorskip("spacy_transformers", reason="the trf extra is not installed here")
     config = Config().from_disk(path)
     config["components"]["bioel_linker"] = {"factory": "bioel_linker"}
     nlp = load_model_from_config(config, auto_fill=True, validate=True)
