@@ -42,13 +42,6 @@ class DocResult:
             self.gold_concepts = {c for ids in self.gold.values() for c in ids}
 
 
-def split_ids(kb_id: str) -> Set[str]:
-    """Atomic ids of a gold field ('D1|D2', 'D1+D2', 'NIL' -> none)."""
-    from spacy_bioel.kb.ids import split_gold_ids
-
-    return set(split_gold_ids(kb_id))
-
-
 def counts(doc: DocResult) -> Dict[str, Tuple[int, int, int]]:
     """(true positives, false positives, false negatives) of each measure."""
     gold_spans, predicted_spans = set(doc.gold), set(doc.predicted)
@@ -90,12 +83,13 @@ def scores(docs: Sequence[DocResult], n_bootstrap: int = 1000, seed: int = 0
 def gold_result(doc, predicted: Dict[Mention, str]) -> DocResult:
     """A DocResult of a gold Doc (its ents and overlapping mentions) and a prediction."""
     from spacy_bioel.corpora.documents import OVERLAPS_SPANS_KEY
+    from spacy_bioel.kb.ids import split_gold_ids
 
     gold: Dict[Mention, Set[str]] = {}
     spans = list(doc.ents) + list(doc.spans.get(OVERLAPS_SPANS_KEY, []))
     for span in spans:
         gold.setdefault((span.start_char, span.end_char, span.label_), set()).update(
-            split_ids(span.kb_id_))
+            split_gold_ids(span.kb_id_))
     return DocResult(gold, predicted)
 
 
@@ -126,4 +120,4 @@ def unrepresentable(gold_docs: Sequence, make_doc) -> Dict[str, int]:
 
 
 __all__ = ["DocResult", "counts", "prf", "scores", "gold_result", "predicted_mentions",
-           "unrepresentable", "split_ids"]
+           "unrepresentable"]

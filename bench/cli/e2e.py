@@ -33,7 +33,7 @@ def run_pipeline(nlp, texts: List[str], batch_size: int = 32):
 def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int = 0
                  ) -> Dict[str, Any]:
     from spacy_bioel.errors import BioELError, Errors
-    from spacy_bioel.pipeline.loading import NER_COMPONENTS, find_linker, load_pipeline, \
+    from spacy_bioel.pipeline.loading import find_linker, load_pipeline, mention_finders, \
         upstream_annotated
     from spacy_bioel.training.readers import gold_spans_doc
 
@@ -42,8 +42,7 @@ def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int
 
     nlp = load_pipeline(pipeline)
     linker = find_linker(nlp)
-    finders = [n for n in nlp.pipe_names[:nlp.pipe_names.index(linker.name)] if n in NER_COMPONENTS]
-    if not finders:
+    if not mention_finders(nlp, linker):
         raise BioELError(Errors.E198.format(text=str(pipeline), why=(
             "the pipeline has no NER before its linker, so it cannot read raw text")))
     gold_docs = read_docs([data])
@@ -58,8 +57,7 @@ def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int
     gold_seconds = time.perf_counter() - started
     gold_spans = [e2e.gold_result(g, e2e.predicted_mentions(d)) for g, d in zip(gold_docs, on_gold)]
     total = sum(seconds.values())
-    ner_seconds = sum(seconds[n] for n in nlp.pipe_names if n != linker.name and
-                      nlp.pipe_names.index(n) < nlp.pipe_names.index(linker.name))
+    ner_seconds = sum(seconds[n] for n in nlp.pipe_names[:nlp.pipe_names.index(linker.name)])
     return {
         "pipeline": str(pipeline), "data": str(data), "documents": len(gold_docs),
         "end_to_end": e2e.scores(end_to_end, n_bootstrap),

@@ -19,7 +19,8 @@ or a setting changes. A repeated entry is the same computation as the first
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from typing import Any, Hashable, Optional
+from contextlib import contextmanager
+from typing import Any, Hashable, Iterator, Optional
 
 
 class LRUCache:
@@ -65,4 +66,19 @@ class LinkCache:
         self.decisions.clear()
 
 
-__all__ = ["LRUCache", "LinkCache"]
+@contextmanager
+def call_cache(shared: LinkCache, size: int, across_calls: bool, counts: Counter
+               ) -> Iterator[Optional[LinkCache]]:
+    """The cache of one `nlp.pipe` / `nlp(doc)` call: `shared` with `across_calls`,
+    else a fresh one (none with `size` 0). Its counts are added to `counts`
+    ('cache_decision_hits', 'cache_texts_encoded', ...) when the call ends."""
+    call = None if size == 0 else shared if across_calls else LinkCache(size)
+    try:
+        yield call
+    finally:
+        if call is not None:
+            counts.update({f"cache_{k}": v for k, v in call.stats.items()})
+            call.stats.clear()
+
+
+__all__ = ["LRUCache", "LinkCache", "call_cache"]

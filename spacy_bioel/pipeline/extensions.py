@@ -2,7 +2,8 @@
 two linkers can share a pipeline) and writing one decision on its entity."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from collections import Counter
+from typing import Any, Callable, Dict, List, Optional
 
 from spacy.tokens import Span
 
@@ -41,6 +42,20 @@ def write_entity(ent: Span, result: Dict[str, Any], cfg: Dict[str, Any]) -> None
         ent._.set(cfg[attr], result[key])
 
 
+def write_decisions(spans: List[Span], decisions: List[Dict[str, Any]], cfg: Dict[str, Any],
+                    counts: Counter) -> None:
+    """Write each decision on its span (`write_entity`), counting the mentions
+    decided without the encoder by reason; E162 when the two lists differ."""
+    from ..errors import BioELError, Errors
+
+    if len(spans) != len(decisions):
+        raise BioELError(Errors.E162.format(n_ents=len(spans), n_pred=len(decisions)))
+    for span, result in zip(spans, decisions):
+        if "reason" in result:
+            counts[result["reason"]] += 1
+        write_entity(span, result, cfg)
+
+
 def _key(name: str, span: Span) -> tuple:
     return ("._.", name, span.start_char, span.end_char)
 
@@ -58,4 +73,5 @@ def _pairs_setter(name: str) -> Callable[[Span, Optional[list]], None]:
     return set_
 
 
-__all__ = ["ATTRS", "DEFAULT_ATTRS", "SCORE_WEIGHTS", "install_extensions", "write_entity"]
+__all__ = ["ATTRS", "DEFAULT_ATTRS", "SCORE_WEIGHTS", "install_extensions", "write_entity",
+           "write_decisions"]

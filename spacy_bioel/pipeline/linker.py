@@ -31,9 +31,9 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..nil.stages import ThresholdNIL
 from ..training.methods import training_hooks
 from . import serialize, updates
-from .cache import LinkCache
+from .cache import LinkCache, call_cache
 from .decisions import Retrieved
-from .extensions import install_extensions, write_entity
+from .extensions import install_extensions, write_decisions
 from .linking import Decider, check_contextual
 from .mentions import mention_spans, write_spans
 from .settings import LinkerSettings
@@ -43,11 +43,8 @@ logger = logging.getLogger(__name__)
 
 
 class BioELLinker(TrainablePipe):
-    """Link every `doc.ents` entry to a KB concept, or flag it NIL. Writes
-    `ent.kb_id_` (a concept id or 'NIL') and the extensions the cfg names
-    (`extensions.write_entity`): [(concept_id, p), ...] best first (scispaCy's
-    format; p the ranker's probability, eq. 6 or 4), the cosine to the linked
-    concept's best name, the calibrated probability, the NIL flag and score."""
+    """Link every mention (`doc.ents`, or `doc.spans[spans_key]`) to a KB concept or
+    NIL: `kb_id_` and the extensions the cfg names (`extensions.write_entity`)."""
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "bioel_linker", *,
                  loss: Callable, index: NameIndex, candidates, ranker: KNNRanker,
@@ -58,9 +55,8 @@ class BioELLinker(TrainablePipe):
         self.state = LinkerState(index)  # KB, index, datastore, training mentions
         self.candidates, self.ranker, self.nil, self.shortcut = candidates, ranker, nil, shortcut
         self.negatives, self.fgsm, self.type_filter = negatives, fgsm, type_filter
-        self.biofeg = biofeg  # training only: BioFEG steps 2-3 after early epochs
+        self.runtime, self.biofeg = runtime, biofeg  # biofeg: training only (BioFEG steps 2-3)
         self.hooks = training_hooks(loss, biofeg)  # how research methods join training
-        self.runtime = runtime
         self.cfg = settings if settings is not None else LinkerSettings()
         self.counts: Counter = Counter()  # mentions decided without the encoder, by reason
         install_extensions(self.cfg)
@@ -174,18 +170,13 @@ class BioELLinker(TrainablePipe):
 
     @contextmanager
     def _call_cache(self) -> Iterator[None]:
-        """One `nlp.pipe` / `nlp(doc)` call, one cache: the shared one with
-        `cache_across_calls`, else a fresh one (none with cache_size 0); its
-        counts go to `counts` ('cache_decision_hits', 'cache_texts_encoded', ...)."""
+        """One `nlp.pipe` / `nlp(doc)` call, one cache (`cache.call_cache`)."""
         outer = self.call
-        self.call = None if self.cfg["cache_size"] == 0 else \
-            self.cache if self.cfg["cache_across_calls"] else LinkCache(self.cfg["cache_size"])
         try:
-            yield
+            with call_cache(self.cache, self.cfg["cache_size"], self.cfg["cache_across_calls"],
+                            self.counts) as self.call:
+                yield
         finally:
-            if self.call is not None:
-                self.counts.update({f"cache_{k}": v for k, v in self.call.stats.items()})
-                self.call.stats.clear()
             self.call = outer
 
     def __call__(self, doc: Doc) -> Doc:
@@ -206,17 +197,16 @@ class BioELLinker(TrainablePipe):
         return embed_texts(self.model, texts, tower, self.cfg["encode_batch_size"], progress)
 
     def refresh(self, force: bool = False, datastore: bool = True) -> None:
-        """Re-encode what is stale (or everything with `force`): the concept-name
-        index, then (unless `datastore` is False) the kNN datastore, with PyTorch.
-        Only at defined moments: `initialize`, an epoch's end, spaCy's evaluation
-        steps, `spacy-bioel.RefreshLinkers.v1` and explicit calls."""
+        """Re-encode what is stale (everything with `force`): the name index, then
+        (unless `datastore` is False) the kNN datastore. Called only at defined
+        moments (initialize, an epoch's end, evaluation steps, explicit calls)."""
         if self.kb is None:
             raise BioELError(Errors.E160.format(name=self.name))
         self.require_model("refreshing the name index or the datastore")
         self.index.use_device(self.model_device())
         if force or self.index.stale:
             key = None if concept_tower_trained(self.model) else serialize.name_cache_key(self)
-            self.state.refresh_index(lambda texts: self.embed(texts, "concept", progress=True), key)
+            self.index.refresh(lambda texts: self.embed(texts, "concept", progress=True), key)
         if datastore and (force or self.datastore_stale or self.datastore is None):
             mentions = None if is_contextual(self.model) else (  # no text tower: empty
                 lambda texts: embed_texts(self.model, texts, "mention", self.cfg["encode_batch_size"]))
@@ -236,15 +226,11 @@ class BioELLinker(TrainablePipe):
     def update(self, examples: Iterable[Example], *, drop: float = 0.0,
                sgd: Optional[Optimizer] = None, losses: Optional[Dict[str, float]] = None
                ) -> Dict[str, float]:
-        """One step of the configured loss over the batch's linkable gold mentions
-        against their gold names, the sampled negatives (`negatives`) and, per
-        the loss, in-batch negatives; plus the FGSM term when `fgsm` is set."""
+        """One step of the loss over the batch's linkable gold mentions (`updates.update`)."""
         return updates.update(self, list(examples), sgd, {} if losses is None else losses)
 
     def finish_update(self, sgd: Optimizer) -> None:
-        """Apply the optimizer and mark the embeddings stale; re-encode the index
-        at the end of an epoch (fresh hard negatives) and everything stale at
-        spaCy's evaluation steps."""
+        """Apply the optimizer; then what follows a step (`updates.after_step`)."""
         super().finish_update(sgd)
         updates.after_step(self)
 
@@ -259,38 +245,24 @@ class BioELLinker(TrainablePipe):
                        self.shortcut, self.type_filter, self.cfg, self.require_model, self.name)
 
     def retrieve(self, docs: Sequence[Doc], knn_k: Optional[int] = None) -> List[Retrieved]:
-        """Candidates (and datastore neighbours) of every entity, and of its long
-        form when it is a defined abbreviation: everything `predict` ranks (no cache).
-
-        RETURNS (List[Retrieved]): per entity (docs in order), its alternatives.
-        """
+        """Per mention (docs in order), everything `predict` ranks, uncached (`Decider.retrieve`)."""
         return self.decider().retrieve(docs, knn_k)
 
     def decide(self, retrieved: List[Retrieved]) -> List[Dict[str, Any]]:
-        """Rank each alternative, keep the better-supported one (a long form over
-        its abbreviation, ties included: `prefers_later`), then apply the NIL
-        stage. RETURNS: per entity, a dict."""
+        """Per mention, the decision from its retrieved alternatives (`Decider.decide`)."""
         decider = self.decider()
         return [decider.decide(alternatives) for alternatives in retrieved]
 
     def predict(self, docs: Iterable[Doc]) -> List[List[Dict[str, Any]]]:
         """RETURNS (List[List[Dict[str, Any]]]): per doc, per ent, the decision."""
-        docs = list(docs)
-        decided = iter(self.decider().predict(docs, self.call))
-        key = self.cfg["spans_key"]
-        return [[next(decided) for _ in mention_spans(doc, key)] for doc in docs]
+        return self.decider().predict(list(docs), self.call)
 
     def set_annotations(self, docs: Iterable[Doc], predictions: List[List[Dict[str, Any]]]) -> None:
         """Write kb_id_, the scored candidates, similarity, probability and NIL flags."""
         key = self.cfg["spans_key"]
-        for doc, doc_predictions in zip(docs, predictions):
+        for doc, decisions in zip(docs, predictions):
             spans = mention_spans(doc, key)
-            if len(spans) != len(doc_predictions):
-                raise BioELError(Errors.E162.format(n_ents=len(spans), n_pred=len(doc_predictions)))
-            for span, result in zip(spans, doc_predictions):
-                if "reason" in result:
-                    self.counts[result["reason"]] += 1
-                write_entity(span, result, self.cfg)
+            write_decisions(spans, decisions, self.cfg, self.counts)
             write_spans(doc, key, spans)
 
     def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
@@ -300,13 +272,8 @@ class BioELLinker(TrainablePipe):
         return self.scorer(examples, kb_ents_attr=self.cfg["kb_ents_attr"],
                            spans_key=self.cfg["spans_key"], **kwargs)
 
-    def canonical_name(self, concept_id: str) -> Optional[str]:
-        """RETURNS (Optional[str]): the KB's canonical name of a concept."""
-        return self.state.canonical_name(concept_id)
-
     def set_option(self, key: str, value: Any) -> None:
-        """Set a stage parameter ('ranker.knn_k', 'nil.threshold', ...) or a prediction
-        setting (top_k, ...), checked (E172 unknown key, E175 bad value; see serialize)."""
+        """Set a stage parameter ('nil.threshold', ...) or a setting ('top_k', ...): E172, E175."""
         serialize.set_option(self, key, value)
         self.cache = LinkCache(self.cfg["cache_size"]) if key == "cache_size" else self.cache
         self.model_changed()
@@ -319,14 +286,11 @@ class BioELLinker(TrainablePipe):
         return serialize.from_bytes(self, bytes_data, exclude)
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
-        """Save cfg (settings and tuned stage parameters), kb, index, datastore,
-        encoder config and weights, and the runtime's files; nothing is encoded
-        here (an ONNX runtime exports the mention tower if its weights changed)."""
+        """Save every part (`serialize.to_disk`); nothing is encoded here."""
         serialize.to_disk(self, path, exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "BioELLinker":
-        """Restore what `to_disk` wrote (E156 missing file, E157 config mismatch,
-        E154 corrupted index, E173 a format this version cannot read)."""
+        """Restore what `to_disk` wrote (`serialize.from_disk`: E154, E156, E157, E173)."""
         serialize.from_disk(self, path, exclude)
         self.index.use_device(self.model_device())
         self.model_changed()

@@ -82,8 +82,8 @@ class Decider:
         return early  # type: ignore[return-value]
 
     def predict(self, docs: Sequence[Doc], cache: Optional[LinkCache]
-                ) -> List[Dict[str, Any]]:
-        """RETURNS (List[Dict[str, Any]]): the decision of every entity, docs in order."""
+                ) -> List[List[Dict[str, Any]]]:
+        """RETURNS (List[List[Dict[str, Any]]]): per doc, the decision of each of its mentions."""
         if is_contextual(self.model):  # the same text reads differently in each context
             cache = None
         every, forms, early = self._early(docs)
@@ -111,7 +111,10 @@ class Decider:
                 cache.decisions.put(key, decision)
                 cache.stats["decisions"] += 1
                 cache.stats["decision_hits"] += len(positions) - 1
-        return decisions  # type: ignore[return-value]
+        per_doc: List[List[Dict[str, Any]]] = [[] for _ in docs]
+        for (i, _), decision in zip(every, decisions):
+            per_doc[i].append(decision)  # type: ignore[arg-type]
+        return per_doc
 
     def decide(self, alternatives: Retrieved) -> Dict[str, Any]:
         if not alternatives:

@@ -61,7 +61,7 @@ class LinkerSettings(Mapping):
 
     def __post_init__(self) -> None:
         for name, check in CHECKS.items():
-            object.__setattr__(self, name, check(name, getattr(self, name)))
+            setattr(self, name, check(name, getattr(self, name)))
 
     def set(self, key: str, value: Any) -> None:
         """Set a checked setting (E175 for a bad value); KeyError for an unknown
@@ -71,19 +71,18 @@ class LinkerSettings(Mapping):
         setattr(self, key, CHECKS[key](key, value))
 
     def __getitem__(self, key: str) -> Any:
-        if key not in self._names():
+        if key not in NAMES:
             raise KeyError(key)
         return getattr(self, key)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._names())
+        return iter(NAMES)
 
     def __len__(self) -> int:
-        return len(self._names())
+        return len(NAMES)
 
-    @classmethod
-    def _names(cls) -> tuple:
-        return tuple(f.name for f in fields(cls))
+
+NAMES = tuple(f.name for f in fields(LinkerSettings))  # read on every prediction: computed once
 
 
 __all__ = ["LinkerSettings", "CHECKS"]

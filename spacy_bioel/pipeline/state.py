@@ -62,11 +62,6 @@ class LinkerState:
         primary = self.kb.resolve(concept_id) if self.kb is not None else None
         return self.concept_index.get(primary) if primary is not None else None
 
-    def canonical_name(self, concept_id: str) -> Optional[str]:
-        """RETURNS (Optional[str]): the KB's canonical name of a concept."""
-        concept = self.kb.get(concept_id) if self.kb is not None else None
-        return concept.canonical_name if concept is not None else None
-
     def set_train_mentions(self, mentions: Iterable[Tuple]) -> None:
         """(mention input, gold concept id) pairs, or (mention input, gold concept
         id, document key) triples that also set `train_docs`."""
@@ -88,11 +83,6 @@ class LinkerState:
         ids = self.index.names.concept_ids
         return [(text, ids[c], keys[i])
                 for text, c, i in gold_mentions(examples, self.resolve, context_window, spans_key)]
-
-    def refresh_index(self, encode: Encode, cache_key: Optional[str]) -> None:
-        """Encode every name with the concept tower (`encode`), through the
-        embedding cache when `cache_key` is given (a frozen concept tower)."""
-        self.index.refresh(encode, cache_key)
 
     def refresh_datastore(self, dim: int, encode: Optional[Encode]) -> None:
         """A new datastore of the training mentions encoded with `encode` (None:
