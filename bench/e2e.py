@@ -56,6 +56,43 @@ def counts(doc: DocResult) -> Dict[str, Tuple[int, int, int]]:
                           len(doc.gold_concepts - concepts))}
 
 
+DOCUMENT_ERRORS = ("missed: no predicted span touches it", "missed: only overlapping spans",
+                   "missed: an exact span linked to another id or NIL",
+                   "wrong: from a spurious span", "wrong: from an overlapping span",
+                   "wrong: from an exact gold span")
+
+
+def _overlaps(a: Mention, b: Mention) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def document_errors(doc: DocResult) -> Dict[str, int]:
+    """Why each gold concept of a document was missed, and where each wrong
+    concept came from: the NER's share (no span, a span with other edges, a
+    spurious span) against the linker's (an exact span, another id)."""
+    out = dict.fromkeys(DOCUMENT_ERRORS, 0)
+    linked = {m: c for m, c in doc.predicted.items() if c != NIL}
+    concepts = set(linked.values())
+    for concept in doc.gold_concepts - concepts:
+        gold = [m for m, ids in doc.gold.items() if concept in ids]
+        if any(m[:2] == g[:2] for m in doc.predicted for g in gold):
+            out["missed: an exact span linked to another id or NIL"] += 1
+        elif any(_overlaps(m, g) for m in doc.predicted for g in gold):
+            out["missed: only overlapping spans"] += 1
+        else:
+            out["missed: no predicted span touches it"] += 1
+    gold_spans = {m[:2] for m in doc.gold}
+    for concept in concepts - doc.gold_concepts:
+        spans = [m for m, c in linked.items() if c == concept]
+        if any(m[:2] in gold_spans for m in spans):
+            out["wrong: from an exact gold span"] += 1
+        elif any(_overlaps(m, g) for m in spans for g in doc.gold):
+            out["wrong: from an overlapping span"] += 1
+        else:
+            out["wrong: from a spurious span"] += 1
+    return out
+
+
 def prf(tp: int, fp: int, fn: int) -> Dict[str, float]:
     p = tp / (tp + fp) if tp + fp else 0.0
     r = tp / (tp + fn) if tp + fn else 0.0
@@ -80,24 +117,28 @@ def scores(docs: Sequence[DocResult], n_bootstrap: int = 1000, seed: int = 0
     return out
 
 
-def gold_result(doc, predicted: Dict[Mention, str]) -> DocResult:
-    """A DocResult of a gold Doc (its ents and overlapping mentions) and a prediction."""
+def gold_result(doc, predicted: Dict[Mention, str], label: Optional[str] = None) -> DocResult:
+    """A DocResult of a gold Doc (its ents and overlapping mentions) and a
+    prediction; with `label`, every gold mention carries that label (an NER
+    trained with one label, `spacy-bioel.one_label.v1`)."""
     from spacy_bioel.corpora.documents import OVERLAPS_SPANS_KEY
     from spacy_bioel.kb.ids import split_gold_ids
 
     gold: Dict[Mention, Set[str]] = {}
     spans = list(doc.ents) + list(doc.spans.get(OVERLAPS_SPANS_KEY, []))
     for span in spans:
-        gold.setdefault((span.start_char, span.end_char, span.label_), set()).update(
+        gold.setdefault((span.start_char, span.end_char, label or span.label_), set()).update(
             split_gold_ids(span.kb_id_))
     return DocResult(gold, predicted)
 
 
-def predicted_mentions(doc, spans_key: Optional[str] = None) -> Dict[Mention, str]:
-    """(start, end, label) -> concept id or NIL of the mentions a pipeline linked."""
+def predicted_mentions(doc, spans_key: Optional[str] = None, label: Optional[str] = None
+                       ) -> Dict[Mention, str]:
+    """(start, end, label) -> concept id or NIL of the mentions a pipeline linked
+    (with `label`, each carries that label)."""
     from spacy_bioel.pipeline.mentions import mention_spans
 
-    return {(s.start_char, s.end_char, s.label_): (s.kb_id_ or NIL)
+    return {(s.start_char, s.end_char, label or s.label_): (s.kb_id_ or NIL)
             for s in mention_spans(doc, spans_key)}
 
 
@@ -119,5 +160,5 @@ def unrepresentable(gold_docs: Sequence, make_doc) -> Dict[str, int]:
     return out
 
 
-__all__ = ["DocResult", "counts", "prf", "scores", "gold_result", "predicted_mentions",
+__all__ = ["DocResult", "counts", "document_errors", "DOCUMENT_ERRORS", "prf", "scores", "gold_result", "predicted_mentions",
            "unrepresentable"]

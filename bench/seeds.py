@@ -19,6 +19,16 @@ from spacy_bioel.errors import BioELError, Errors
 METRICS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("Acc@1", ("acc@1",)), ("Acc@10", ("acc@10",)), ("R@64", ("recall@64",)),
     ("seen", ("seen", "acc@1")), ("unseen", ("unseen", "acc@1")), ("refined", ("refined", "acc@1")))
+# the end-to-end reports of `python -m bench e2e` (issue 44): F1 of the NER + linker pipeline on
+# raw text, and of the same linker on gold spans
+E2E_METRICS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
+    ("NER F1", ("end_to_end", "ner", "f")), ("mention F1", ("end_to_end", "mentions", "f")),
+    ("document F1", ("end_to_end", "documents", "f")),
+    ("gold-span mention F1", ("gold_spans", "mentions", "f")),
+    ("gold-span document F1", ("gold_spans", "documents", "f")))
+KINDS = {"evaluate": METRICS, "e2e": E2E_METRICS}
+# the columns whose per-seed differences to a baseline a table shows
+PAIRED = {"evaluate": ("Acc@1", "unseen"), "e2e": ("NER F1", "mention F1", "document F1")}
 _SEED = re.compile(r"(?:_s|-s|seed)(\d+)$")
 # BioFEG's Table 4 (Sui et al., paper 001, Sec. 4.5): the wrong mentions by seen / unseen gold
 # and prediction, from the `seen` table of each report's `error_kinds`
@@ -27,11 +37,14 @@ ERROR_KINDS = ("unseen_to_wrong_seen", "seen_to_wrong_unseen", "unseen_to_wrong_
 
 
 def seed_of(path: Path, report: dict) -> str:
-    """The run's seed: from the file name, else from the meta label; E166 if neither."""
+    """The run's seed: from the file name, else from the meta label, else the
+    report's own `seed` (an e2e report reads its pipeline's); E166 if none."""
     for text in (path.stem, str(report.get("meta", {}).get("linker", ""))):
         found = _SEED.search(text)
         if found:
             return found.group(1)
+    if isinstance(report.get("seed"), int):
+        return str(report["seed"])
     raise BioELError(Errors.E166.format(path=path, problem="no seed in the file name "
                                         "(..._s<N>.json) or the meta label (...-s<N>)"))
 
@@ -50,7 +63,8 @@ def _stats(values: Sequence[float]) -> dict:
             "std": float(np.std(values, ddof=1)) if len(values) > 1 else None, "n": len(values)}
 
 
-def summarise(systems: Dict[str, Dict[str, dict]], baseline: Optional[str] = None) -> List[dict]:
+def summarise(systems: Dict[str, Dict[str, dict]], baseline: Optional[str] = None,
+              metrics: Sequence[Tuple[str, Tuple[str, ...]]] = METRICS) -> List[dict]:
     """systems: name -> {seed: report}. RETURNS one row per system: mean, std and
     count per metric, and (with `baseline`) the mean, std and count of the
     per-seed differences to the baseline on the seeds both have."""
@@ -60,7 +74,7 @@ def summarise(systems: Dict[str, Dict[str, dict]], baseline: Optional[str] = Non
     rows = []
     for name, runs in systems.items():
         row: dict = {"system": name, "seeds": sorted(runs, key=int)}
-        for column, path in METRICS:
+        for column, path in metrics:
             row[column] = _stats([v for v in (metric(r, path) for r in runs.values())
                                   if v is not None])
             if baseline is not None and name != baseline:
@@ -86,11 +100,13 @@ def _cell(stat: dict, scale: float = 100) -> str:
     return text + (f" ± {scale * stat['std']:.1f}" if stat["std"] is not None else "")
 
 
-def seeds_table(rows: Sequence[dict], baseline: Optional[str] = None) -> str:
-    """Markdown: mean ± std over seeds (percent); with a baseline, Acc@1 and
-    unseen Acc@1 differences paired by seed (points)."""
-    columns = [c for c, _ in METRICS if any(r[c]["n"] for r in rows)]
-    extra = [f"{c} diff" for c in ("Acc@1", "unseen") if c in columns] if baseline else []
+def seeds_table(rows: Sequence[dict], baseline: Optional[str] = None,
+                metrics: Sequence[Tuple[str, Tuple[str, ...]]] = METRICS,
+                paired: Sequence[str] = PAIRED["evaluate"]) -> str:
+    """Markdown: mean ± std over seeds (percent); with a baseline, the `paired`
+    columns' differences paired by seed (points; Acc@1 and unseen Acc@1 by default)."""
+    columns = [c for c, _ in metrics if any(r[c]["n"] for r in rows)]
+    extra = [f"{c} diff" for c in paired if c in columns] if baseline else []
     head = ["system", "seeds"] + columns + [f"Δ{c[:-5]} vs {baseline}" for c in extra]
     lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
     for row in rows:
@@ -108,4 +124,5 @@ def seeds_table(rows: Sequence[dict], baseline: Optional[str] = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["seed_of", "summarise", "seeds_table", "METRICS", "ERROR_KINDS"]
+__all__ = ["seed_of", "summarise", "seeds_table", "METRICS", "E2E_METRICS", "KINDS", "PAIRED",
+           "ERROR_KINDS"]

@@ -325,6 +325,13 @@ class Errors(metaclass=ErrorsWithCodes):
     # paired comparison (compare): E220-E224
     E220 = ("The two systems' records are not the same mentions ({where}). Compare two linkers "
             "on the same DocBin: link it once with each and pass the records in document order.")
+    # KB-name features of the NER (spacy-bioel.KBNameEmbed.v1): E225-E229
+    E225 = ("{path} is a folder without a saved bioel_linker's KB (no */kb inside). Give "
+            "spacy-bioel.KBNameEmbed.v1's kb a KB file (.bioelkb), embedded:NAME, or a "
+            "pipeline saved with a bioel_linker.")
+    E226 = ("spacy-bioel.KBNameEmbed.v1 has no KB names: set its kb (a KB file, "
+            "embedded:NAME, or a pipeline with a bioel_linker, e.g. ${{paths.linker}}) and "
+            "initialise the pipeline (spacy train or nlp.initialize) before using it.")
     # integrity at the edges (files, payloads, corpus linking, caches): E230-E249
     E230 = ("{where}: the file name {name!r} leads outside the folder it is written to "
             "(an absolute name, '..', or a symbolic link). A saved linker never names such a "

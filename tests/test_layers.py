@@ -8,7 +8,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "spacy_bioel"
 LAYERS = {"errors": 0, "validation": 0, "about": 0, "assets": 0, "kb": 1, "corpora": 2, "encoders": 3,
-          "losses": 3, "graphprompt": 3, "index": 4, "datastore": 5, "nil": 5, "training": 6, "pretraining": 6, "pipeline": 7, "reranker": 7,
+          "losses": 3, "graphprompt": 3, "ner": 3, "index": 4, "datastore": 5, "nil": 5, "training": 6, "pretraining": 6, "pipeline": 7, "reranker": 7,
           "evaluation": 8, "corpus_linking": 8, "visualize": 8, "cli": 9, "__main__": 10}
 
 

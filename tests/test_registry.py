@@ -25,7 +25,9 @@ MISC_NAMES = [
 OTHER_NAMES = [("architectures", "spacy-bioel.BiEncoder.v1"),
                ("architectures", "spacy-bioel.ContextualBiEncoder.v1"),
                ("architectures", "spacy-bioel.TransformerModel.v1"),
+               ("architectures", "spacy-bioel.KBNameEmbed.v1"),
                ("readers", "spacy-bioel.GoldEntsCorpus.v1"),
+               ("augmenters", "spacy-bioel.one_label.v1"),
                ("scorers", "spacy-bioel.linker_scorer.v1"),
                ("callbacks", "spacy-bioel.RefreshLinkers.v1"),
                ("factories", "bioel_linker")]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import typer
 
@@ -30,8 +30,15 @@ def run_pipeline(nlp, texts: List[str], batch_size: int = 32):
     return docs, seconds
 
 
-def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int = 0
-                 ) -> Dict[str, Any]:
+def one_label(nlp, finders: List[str]) -> Optional[str]:
+    """The label of the pipeline's mention finders when they have exactly one
+    between them (an NER trained with `spacy-bioel.one_label.v1`), else None."""
+    labels = {label for name in finders for label in getattr(nlp.get_pipe(name), "labels", ())}
+    return labels.pop() if len(labels) == 1 else None
+
+
+def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int = 0,
+                 label: Optional[str] = None) -> Dict[str, Any]:
     from spacy_bioel.errors import BioELError, Errors
     from spacy_bioel.pipeline.loading import find_linker, load_pipeline, mention_finders, \
         upstream_annotated
@@ -42,25 +49,32 @@ def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int
 
     nlp = load_pipeline(pipeline)
     linker = find_linker(nlp)
-    if not mention_finders(nlp, linker):
+    finders = mention_finders(nlp, linker)
+    if not finders:
         raise BioELError(Errors.E198.format(text=str(pipeline), why=(
             "the pipeline has no NER before its linker, so it cannot read raw text")))
     gold_docs = read_docs([data])
     gold_docs = gold_docs[:limit] if limit else gold_docs
     docs, seconds = run_pipeline(nlp, [d.text for d in gold_docs])
     key = linker.cfg["spans_key"]
-    end_to_end = [e2e.gold_result(g, e2e.predicted_mentions(d, key)) for g, d in zip(gold_docs, docs)]
+    label = label or one_label(nlp, finders)
+    end_to_end = [e2e.gold_result(g, e2e.predicted_mentions(d, key, label), label)
+                  for g, d in zip(gold_docs, docs)]
     # the same linker on the gold spans (no NER): what the NER costs
     spans = upstream_annotated(nlp, linker, [gold_spans_doc(nlp, g) for g in gold_docs])
     started = time.perf_counter()
     on_gold = list(linker.pipe(spans))
     gold_seconds = time.perf_counter() - started
-    gold_spans = [e2e.gold_result(g, e2e.predicted_mentions(d)) for g, d in zip(gold_docs, on_gold)]
+    gold_spans = [e2e.gold_result(g, e2e.predicted_mentions(d, label=label), label)
+                  for g, d in zip(gold_docs, on_gold)]
     total = sum(seconds.values())
     ner_seconds = sum(seconds[n] for n in nlp.pipe_names[:nlp.pipe_names.index(linker.name)])
     return {
         "pipeline": str(pipeline), "data": str(data), "documents": len(gold_docs),
+        "label": label, "seed": nlp.config.interpolate()["training"].get("seed"),
         "end_to_end": e2e.scores(end_to_end, n_bootstrap),
+        "document_errors": {k: sum(e2e.document_errors(d)[k] for d in end_to_end)
+                            for k in e2e.DOCUMENT_ERRORS},
         "gold_spans": e2e.scores(gold_spans, n_bootstrap),
         "unrepresentable": e2e.unrepresentable(gold_docs, nlp.make_doc),
         "speed": {"docs_per_s": len(gold_docs) / total if total else None,
@@ -74,7 +88,8 @@ def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int
 def markdown(report: Dict[str, Any], title: str) -> str:
     lines = [f"# {title}", "", f"{report['documents']} documents of {report['data']}; pipeline "
              f"{report['pipeline']}; 95% intervals from {report['bootstrap']} bootstrap resamples "
-             "of the documents.", "",
+             "of the documents." + (f" Every mention, gold and predicted, is scored as one label "
+                                    f"({report['label']})." if report.get("label") else ""), "",
              "| spans | measure | P | R | F1 | F1 95% CI |", "|---|---|---:|---:|---:|---|"]
     for spans in ("end_to_end", "gold_spans"):
         for measure, name in (("ner", "NER strict"), ("mentions", "mention-level linking"),
@@ -91,6 +106,10 @@ def markdown(report: Dict[str, Any], title: str) -> str:
                   f"{unrep['not_token_aligned']} not on token edges, of {unrep['gold_mentions']}.",
               f"End to end: {speed['docs_per_s']:.1f} docs/s; NER {100 * speed['share_ner']:.0f}% "
               f"of the time, linker {100 * speed['share_linker']:.0f}%."]
+    if report.get("document_errors"):
+        lines += ["", "Document-level errors end to end (NER: no span, other edges, spurious; "
+                      "linker: an exact span):", "", "| error | concepts |", "|---|---:|"]
+        lines += [f"| {k} | {v} |" for k, v in report["document_errors"].items()]
     return "\n".join(lines) + "\n"
 
 
@@ -102,6 +121,9 @@ def e2e_command(
     title: str = typer.Option("End-to-end evaluation", "--title"),
     n_bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Resamples of the documents"),
     limit: int = typer.Option(0, "--limit", min=0, help="First N documents only (0: all)"),
+    label: Optional[str] = typer.Option(None, "--label", help=(
+        "Score every mention, gold and predicted, as this one label (strict NER then matches "
+        "spans only); default: the NER's label when it has exactly one, else the corpus's labels")),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """Raw text in, linked concepts out: NER strict P/R/F1, mention-level linking
@@ -110,7 +132,7 @@ def e2e_command(
     on the gold spans beside them; docs/s and the share of time in the NER and
     the linker."""
     setup_logging(verbose)
-    report = evaluate_e2e(pipeline, data, n_bootstrap, limit)
+    report = evaluate_e2e(pipeline, data, n_bootstrap, limit, label)
     write_json(output, report)
     output.with_suffix(".md").write_text(markdown(report, title), encoding="utf-8")
     for spans in ("end_to_end", "gold_spans"):

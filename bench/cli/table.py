@@ -38,17 +38,21 @@ def seeds_table_command(
     baseline: Optional[str] = typer.Option(None, "--baseline", help="A --row NAME: differences paired by seed against it"),
     output: Path = typer.Option(..., "--output", help="Markdown table (JSON beside it)"),
     title: str = typer.Option("", "--title"),
+    kind: str = typer.Option("evaluate", "--kind", help="evaluate: `spacy_bioel evaluate` reports (Acc@k); e2e: `bench e2e` reports (NER, mention and document F1)"),
     verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Mean +- std over seeds per system (Acc@1, Acc@10, R@64, seen, unseen,
-    refined) and, with --baseline, per-seed paired differences."""
+    refined; or with --kind e2e the end-to-end F1s) and, with --baseline,
+    per-seed paired differences."""
     import glob
 
     from spacy_bioel.errors import BioELError, Errors
-    from ..seeds import seed_of, seeds_table, summarise
+    from ..seeds import KINDS, PAIRED, seed_of, seeds_table, summarise
     from ._app import write_json
 
     setup_logging(verbose)
+    if kind not in KINDS:
+        raise BioELError(Errors.E175.format(name="--kind", value=kind, expected=" or ".join(KINDS)))
     systems = {}
     for spec in rows:
         name, _, pattern = spec.partition("=")
@@ -58,8 +62,8 @@ def seeds_table_command(
                                                 expected="NAME=GLOB matching evaluate reports"))
         systems[name] = {seed_of(p, report): report
                          for p, report in ((p, srsly.read_json(p)) for p in paths)}
-    summary = summarise(systems, baseline)
-    text = (f"## {title}\n\n" if title else "") + seeds_table(summary, baseline)
+    summary = summarise(systems, baseline, KINDS[kind])
+    text = (f"## {title}\n\n" if title else "") + seeds_table(summary, baseline, KINDS[kind], PAIRED[kind])
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
     write_json(output.with_suffix(".json"), {"rows": summary, "baseline": baseline})

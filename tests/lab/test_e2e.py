@@ -5,7 +5,8 @@ import pytest
 import spacy
 from spacy.tokens import Span
 
-from bench.e2e import DocResult, counts, gold_result, predicted_mentions, scores, unrepresentable
+from bench.e2e import (DocResult, counts, document_errors, gold_result, predicted_mentions, scores,
+                       unrepresentable)
 
 D = "Disease"
 DOCS = [
@@ -70,3 +71,34 @@ def test_predicted_mentions_read_ids_and_nil():
     doc = nlp.make_doc("colon cancer and asthma")
     doc.ents = [Span(doc, 0, 2, label=D, kb_id="D1"), Span(doc, 3, 4, label=D, kb_id="NIL")]
     assert predicted_mentions(doc) == {(0, 12, D): "D1", (17, 23, D): "NIL"}
+
+
+def test_one_label_scores_spans_of_every_gold_class():
+    """NCBI's four mention classes read as one label: the NER's span decides,
+    and two gold classes on one span count once."""
+    nlp = spacy.blank("en")
+    doc = nlp.make_doc("colon cancer and BRCA1 mutations")
+    doc.ents = [Span(doc, 0, 2, label="SpecificDisease", kb_id="D1"),
+                Span(doc, 3, 4, label="Modifier", kb_id="D2")]
+    predicted = nlp.make_doc(doc.text)
+    predicted.ents = [Span(predicted, 0, 2, label=D, kb_id="D1")]
+    strict = counts(gold_result(doc, predicted_mentions(predicted)))
+    assert strict["ner"] == (0, 1, 2)  # the labels differ
+    one = counts(gold_result(doc, predicted_mentions(predicted, label=D), label=D))
+    assert one["ner"] == (1, 0, 1) and one["mentions"] == (1, 0, 1)
+
+
+def test_document_errors_by_hand():
+    """doc 1: D3 has no span, D2's span is exact but linked to D9 (a wrong concept from
+    an exact gold span); doc 2: nothing missed or wrong; doc 3: D4 of the composite is
+    missed on an exact span (linked to D5)."""
+    e = [document_errors(doc) for doc in DOCS]
+    assert e[0]["missed: no predicted span touches it"] == 1
+    assert e[0]["missed: an exact span linked to another id or NIL"] == 1
+    assert e[0]["wrong: from an exact gold span"] == 1
+    assert sum(e[1].values()) == 0
+    assert e[2] == {**dict.fromkeys(e[2], 0), "missed: an exact span linked to another id or NIL": 1}
+    boundary = DocResult(gold={(0, 12, D): {"D1"}}, predicted={(0, 5, D): "D7", (20, 30, D): "D8"})
+    b = document_errors(boundary)
+    assert b["missed: only overlapping spans"] == 1 and b["wrong: from an overlapping span"] == 1
+    assert b["wrong: from a spurious span"] == 1

@@ -73,3 +73,34 @@ def test_error_kinds_are_averaged_over_seeds():
     assert "| base | 11.0 ± 1.4 | 0.0 ± 0.0 | 0.0 ± 0.0 | 2.0 ± 2.8 | 0.0 ± 0.0 |" in table
     assert "| new | 0.0 | 0.0 | 3.0 | 0.0 | 0.0 |" in table
     assert "error" not in seeds_table(summarise({"a": {"0": report(0.5)}}))
+
+
+def test_e2e_reports_over_seeds(tmp_path):
+    """`--kind e2e`: end-to-end and gold-span F1 of `bench e2e` reports, the seed read
+    from the report (its pipeline's training seed) when the file name has none."""
+    def e2e(ner, doc):
+        f = lambda v: {"f": v}  # noqa: E731
+        return {"end_to_end": {"ner": f(ner), "mentions": f(ner - 0.1), "documents": f(doc)},
+                "gold_spans": {"mentions": f(0.9), "documents": f(0.86)}}
+
+    for seed, (ner, doc) in enumerate([(0.80, 0.82), (0.82, 0.84), (0.84, 0.80)]):
+        (tmp_path / f"run{seed}_e2e.json").write_text(json.dumps({**e2e(ner, doc), "seed": seed}))
+    out = tmp_path / "e2e_seeds.md"
+    result = CliRunner().invoke(app, ["seeds-table", "--kind", "e2e", "--row",
+                                      f"cnn={tmp_path}/run*_e2e.json", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "| cnn | 0, 1, 2 | 82.0 ± 2.0 | 72.0 ± 2.0 | 82.0 ± 2.0 | 90.0 ± 0.0 | 86.0 ± 0.0 |" \
+        in out.read_text()
+    for seed, (ner, doc) in enumerate([(0.82, 0.83), (0.85, 0.84), (0.84, 0.83)]):
+        (tmp_path / f"kb{seed}_e2e.json").write_text(json.dumps({**e2e(ner, doc), "seed": seed}))
+    result = CliRunner().invoke(app, ["seeds-table", "--kind", "e2e", "--row",
+                                      f"cnn={tmp_path}/run*_e2e.json", "--row",
+                                      f"kb={tmp_path}/kb*_e2e.json", "--baseline", "cnn",
+                                      "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    # paired by seed: NER +2, +3, 0; documents +1, 0, +3
+    assert "ΔNER F1 vs cnn | Δmention F1 vs cnn | Δdocument F1 vs cnn |" in out.read_text()
+    assert "| 1.7 ± 1.5 | 1.7 ± 1.5 | 1.3 ± 1.5 |" in out.read_text()
+    result = CliRunner().invoke(app, ["seeds-table", "--kind", "nope", "--row",
+                                      f"cnn={tmp_path}/run*_e2e.json", "--output", str(out)])
+    assert getattr(result.exception, "code", "") == "E175"

@@ -3,6 +3,7 @@ sourced, frozen bioel_linker; the saved pipeline turns plain text into linked
 mentions (`link` without brackets, the end-to-end harness)."""
 import json
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -88,6 +89,29 @@ def test_end_to_end_harness_on_it(trained, tmp_path):
     assert report["unrepresentable"] == {"gold_mentions": 12, "overlapping": 0, "not_token_aligned": 0}
     assert 0 < report["speed"]["share_ner"] < 1 and 0 < report["speed"]["share_linker"] < 1
     assert "| NER | NER strict |" in output.with_suffix(".md").read_text()
+    assert report["label"] == "Disease"  # the NER's one label (spacy-bioel.one_label.v1)
+
+
+def _page(pipeline, text):
+    from spacy_bioel.visualize.app import main
+
+    main([pipeline, "--text", text])
+
+
+def test_the_page_links_pasted_plain_text(trained):
+    """`visualize` with an NER pipeline: plain text pasted (no brackets) shows its
+    mentions linked (streamlit's own test runner; the browser checks of
+    tests/visualize drive the same page)."""
+    testing = pytest.importorskip("streamlit.testing.v1", reason="streamlit (the viz extra)")
+    at = testing.AppTest.from_function(
+        _page, args=(str(trained / "out" / "model-best"),
+                     "Relatives with heart attack were seen . We report asthma in two siblings ."),
+        default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    assert not at.warning  # no E198: the NER found the mentions
+    rendered = "".join(str(getattr(h, "proto", h)) for h in at.get("html"))
+    assert sorted(re.findall(r'data-kb-id=\\*"([^"\\]+)', rendered)) == ["D2", "D3"]
 
 
 @pytest.mark.parametrize("text", ["", "   ", "No disease is named here .", "Пациент с астмой .",

@@ -1,0 +1,1 @@
+"""Features for the disease NER that runs before a bioel_linker (issue 44)."""
