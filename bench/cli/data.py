@@ -143,3 +143,29 @@ def link_corpus_bench(
         logger.info("No figure: matplotlib is not installed (the plots extra)")
     (output_dir / "link_corpus_bench.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     typer.echo("\n".join(lines))
+
+
+@app.command("natural-corpus")
+def natural_corpus(
+    inputs: List[Path] = typer.Argument(..., help="DocBins (.spacy from convert), e.g. every split of NCBI and BC5CDR"),
+    output: Path = typer.Option(..., "--output", help="The DocBin of distinct documents (a .json report beside it)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
+    """Every distinct document of INPUTS, once, with its gold mentions and the
+    DocBin it came from (user_data "bioel_source", e.g. "ncbi/test"): the
+    natural corpus of the speed benchmark, where documents do not repeat.
+    Repeated texts are skipped and counted in the report."""
+    from spacy.tokens import DocBin
+
+    from ..natural import distinct_documents
+    from ._app import read_docs
+
+    setup_logging(verbose)
+    sources = [(f"{path.parent.name}/{path.stem}", read_docs([path])) for path in inputs]
+    docs, report = distinct_documents(sources)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    DocBin(docs=docs, store_user_data=True).to_disk(output)
+    write_json(output.with_suffix(".json"), {"inputs": [str(p) for p in inputs], **report})
+    typer.echo(f"{report['kept']} distinct documents ({report['mentions']} mentions) of "
+               f"{report['read']} read; {report['duplicates']} repeated and {report['empty']} "
+               f"empty skipped -> {output}")
