@@ -126,10 +126,25 @@ def link_command(system: System, docs: Path, out: Path, threshold: float) -> Lis
             str(out)]
 
 
-def accuracy(predictions: Sequence[str], gold: Sequence[List[str]]) -> Optional[float]:
-    """Acc@1 over the mentions with gold ids (None when there are none)."""
-    scored = [p in g for p, g in zip(predictions, gold) if g]
-    return sum(scored) / len(scored) if scored else None
+def accuracy(predictions: Sequence[str], gold: Sequence[List[str]],
+             scored: Optional[Sequence[bool]] = None) -> Optional[float]:
+    """Acc@1 over the mentions with gold ids, and with `scored` only those it
+    marks (None when there are none)."""
+    marks = scored if scored is not None else [True] * len(gold)
+    right = [p in g for p, g, m in zip(predictions, gold, marks) if g and m]
+    return sum(right) / len(right) if right else None
+
+
+def on_test_part(docs: Sequence[Doc]) -> Optional[List[bool]]:
+    """Per mention, whether its document comes from a test split, when the docs
+    record their source (`natural-corpus`: user_data "bioel_source", e.g.
+    "ncbi/test"): a trained linker's kNN datastore holds the training mentions,
+    so Acc@1 is read on the test part only. None when no doc records one."""
+    from .natural import SOURCE_KEY
+
+    if not any(SOURCE_KEY in doc.user_data for doc in docs):
+        return None
+    return [str(doc.user_data.get(SOURCE_KEY, "")).endswith("/test") for doc in docs for _ in doc.ents]
 
 
 def side_by_side(systems: List[System], docs: Sequence[Doc], repeats: Sequence[int], rounds: int,
@@ -142,6 +157,7 @@ def side_by_side(systems: List[System], docs: Sequence[Doc], repeats: Sequence[i
     workdir.mkdir(parents=True, exist_ok=True)
     inputs = write_inputs(docs, repeats, workdir / "inputs")
     gold = [split_gold_ids(e.kb_id_) for doc in docs for e in doc.ents]
+    scored = on_test_part(docs)
     if build:
         to_build = [s for s in systems if build_only is None or s.label in build_only]
         for system in progress_bar(to_build, desc="Building", unit=" systems"):
@@ -163,10 +179,14 @@ def side_by_side(systems: List[System], docs: Sequence[Doc], repeats: Sequence[i
                             f"{len(gold) * r} mentions"))
                     runs.append({"round": round_, "repeat": r, "system": system.label,
                                  **result, "mentions_per_s": result["mentions"] / result["link_s"],
-                                 "acc@1": accuracy(predictions, gold * r)})
+                                 "acc@1": accuracy(predictions, gold * r,
+                                                   None if scored is None else scored * r)})
                     bar.update(1)
     return {"systems": [asdict(s) for s in systems], "repeats": list(repeats), "rounds": rounds,
-            "mentions": len(gold), "runs": runs, "summary": summarize(runs, systems)}
+            "mentions": len(gold), "documents": len(docs),
+            "acc_scope": "all mentions" if scored is None else
+            f"the {sum(scored):,} mentions of the test documents",
+            "runs": runs, "summary": summarize(runs, systems)}
 
 
 def summarize(runs: List[Dict[str, Any]], systems: List[System]) -> List[Dict[str, Any]]:
@@ -224,7 +244,9 @@ def summary_table(results: Sequence[Dict[str, Any]]) -> str:
                 f"{number(None if row['acc@1'] is None else 100 * row['acc@1'])}"
                 f"{'' if row['acc_same_every_round'] else '*'} | "
                 f"{number(row.get('speed_x_scispacy'), 2)} | {number(row.get('rss_x_scispacy'), 2)} |")
-    return "\n".join(lines) + "\n"
+    scopes = [f"Acc@1 of {r.get('dataset', '')}: {r['acc_scope']}." for r in results
+              if r.get("acc_scope", "all mentions") != "all mentions"]
+    return "\n".join(lines + ([""] + scopes if scopes else [])) + "\n"
 
 
 def accuracy_speed_figure(results: Sequence[Dict[str, Any]], path: Path) -> None:
@@ -260,4 +282,4 @@ def accuracy_speed_figure(results: Sequence[Dict[str, Any]], path: Path) -> None
 
 
 __all__ = ["System", "parse_system", "side_by_side", "summarize", "summary_table",
-           "accuracy_speed_figure", "write_inputs", "accuracy"]
+           "accuracy_speed_figure", "write_inputs", "accuracy", "on_test_part"]

@@ -9,7 +9,7 @@ import spacy
 
 from spacy_bioel.errors import BioELError
 from bench.sidebyside import (SCISPACY, System, accuracy, parse_system,
-                                               side_by_side, summarize, summary_table)
+                                               side_by_side, summarize, summary_table, on_test_part)
 from tests.utils import tiny_linker_config, write_toy_linking_data
 
 
@@ -26,6 +26,25 @@ def test_systems_from_the_command_line():
 def test_accuracy_counts_mentions_with_gold_ids():
     assert accuracy(["D1", "NIL", "D3"], [["D1"], ["D2"], []]) == 0.5
     assert accuracy(["D1"], [[]]) is None
+    assert accuracy(["D1", "NIL", "D3"], [["D1"], ["D2"], ["D3"]], [False, True, True]) == 0.5
+
+
+def test_accuracy_on_the_test_part_of_a_natural_corpus():
+    """Docs marked with their source (natural-corpus) are scored on the test part:
+    a trained linker's kNN datastore holds the training mentions."""
+    from spacy.tokens import Span
+
+    nlp = spacy.blank("en")
+    docs = []
+    for source, n in (("ncbi/train", 2), ("ncbi/test", 1), ("bc5cdr/test", 2)):
+        doc = nlp.make_doc("a b c")
+        doc.ents = [Span(doc, i, i + 1, label="Disease", kb_id="D1") for i in range(n)]
+        doc.user_data["bioel_source"] = source
+        docs.append(doc)
+    assert on_test_part(docs) == [False, False, True, True, True]
+    assert on_test_part([nlp.make_doc("a")]) is None
+    table = summary_table([{"summary": [], "dataset": "natural", "acc_scope": "the 3 mentions"}])
+    assert "Acc@1 of natural: the 3 mentions." in table
 
 
 def test_summary_medians_minimums_and_ratios():
