@@ -93,6 +93,15 @@ def document_errors(doc: DocResult) -> Dict[str, int]:
     return out
 
 
+def total_document_errors(docs: Sequence[DocResult]) -> Dict[str, int]:
+    """`document_errors` summed over documents (each kind, in DOCUMENT_ERRORS order)."""
+    total = dict.fromkeys(DOCUMENT_ERRORS, 0)
+    for doc in docs:
+        for kind, n in document_errors(doc).items():
+            total[kind] += n
+    return total
+
+
 def prf(tp: int, fp: int, fn: int) -> Dict[str, float]:
     p = tp / (tp + fp) if tp + fp else 0.0
     r = tp / (tp + fn) if tp + fn else 0.0
@@ -160,5 +169,5 @@ def unrepresentable(gold_docs: Sequence, make_doc) -> Dict[str, int]:
     return out
 
 
-__all__ = ["DocResult", "counts", "document_errors", "DOCUMENT_ERRORS", "prf", "scores", "gold_result", "predicted_mentions",
-           "unrepresentable"]
+__all__ = ["DocResult", "counts", "document_errors", "total_document_errors", "DOCUMENT_ERRORS",
+           "prf", "scores", "gold_result", "predicted_mentions", "unrepresentable"]

@@ -22,7 +22,7 @@ def distinct_documents(sources: Sequence[Tuple[str, Iterable]]) -> Tuple[List, D
     order, each marked with its source name, and what was read, kept and skipped."""
     first_seen: Dict[str, str] = {}
     kept: List = []
-    report: Dict[str, object] = {"read": 0, "kept": 0, "duplicates": 0, "empty": 0,
+    report: Dict[str, object] = {"read": 0, "kept": 0, "mentions": 0, "duplicates": 0, "empty": 0,
                                  "per_source": {}, "duplicate_examples": []}
     for name, docs in sources:
         counts = {"read": 0, "kept": 0, "mentions": 0}
@@ -44,9 +44,8 @@ def distinct_documents(sources: Sequence[Tuple[str, Iterable]]) -> Tuple[List, D
             counts["kept"] += 1
             counts["mentions"] += len(doc.ents)
         report["per_source"][name] = counts
-        report["read"] += counts["read"]
-    report["kept"] = len(kept)
-    report["mentions"] = sum(len(d.ents) for d in kept)
+        for key in ("read", "kept", "mentions"):
+            report[key] += counts[key]
     return kept, report
 
 

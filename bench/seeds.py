@@ -46,7 +46,8 @@ def seed_of(path: Path, report: dict) -> str:
     if isinstance(report.get("seed"), int):
         return str(report["seed"])
     raise BioELError(Errors.E166.format(path=path, problem="no seed in the file name "
-                                        "(..._s<N>.json) or the meta label (...-s<N>)"))
+                                        "(..._s<N>.json), the meta label (...-s<N>) or the "
+                                        "report's \"seed\""))
 
 
 def metric(report: dict, path: Tuple[str, ...]) -> Optional[float]:

@@ -73,8 +73,7 @@ def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int
         "pipeline": str(pipeline), "data": str(data), "documents": len(gold_docs),
         "label": label, "seed": nlp.config.interpolate()["training"].get("seed"),
         "end_to_end": e2e.scores(end_to_end, n_bootstrap),
-        "document_errors": {k: sum(e2e.document_errors(d)[k] for d in end_to_end)
-                            for k in e2e.DOCUMENT_ERRORS},
+        "document_errors": e2e.total_document_errors(end_to_end),
         "gold_spans": e2e.scores(gold_spans, n_bootstrap),
         "unrepresentable": e2e.unrepresentable(gold_docs, nlp.make_doc),
         "speed": {"docs_per_s": len(gold_docs) / total if total else None,

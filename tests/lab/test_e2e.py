@@ -6,7 +6,7 @@ import spacy
 from spacy.tokens import Span
 
 from bench.e2e import (DocResult, counts, document_errors, gold_result, predicted_mentions, scores,
-                       unrepresentable)
+                       total_document_errors, unrepresentable)
 
 D = "Disease"
 DOCS = [
@@ -97,6 +97,7 @@ def test_document_errors_by_hand():
     assert e[0]["missed: an exact span linked to another id or NIL"] == 1
     assert e[0]["wrong: from an exact gold span"] == 1
     assert sum(e[1].values()) == 0
+    assert total_document_errors(DOCS)["missed: an exact span linked to another id or NIL"] == 2
     assert e[2] == {**dict.fromkeys(e[2], 0), "missed: an exact span linked to another id or NIL": 1}
     boundary = DocResult(gold={(0, 12, D): {"D1"}}, predicted={(0, 5, D): "D7", (20, 30, D): "D8"})
     b = document_errors(boundary)

@@ -9,7 +9,8 @@ from spacy.util import registry
 
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.errors import BioELError
-from spacy_bioel.ner.kb_names import NameMatcher, normalise, read_kb_names
+from spacy_bioel.kb.normalize import normalize_text
+from spacy_bioel.ner.kb_names import NameMatcher, read_kb_names
 
 NAMES = ["colon cancer", "hereditary nonpolyposis colon cancer", "Ehlers-Danlos syndrome",
          "CHD", "AS", "cancer"]
@@ -19,8 +20,8 @@ def _doc(words):
     return Doc(spacy.blank("en").vocab, words=words)
 
 
-def test_normalise_reads_runs_of_other_characters_as_one_space():
-    assert normalise(" Ehlers-Danlos   Syndrome, type IV ") == "ehlers danlos syndrome type iv"
+def test_names_are_normalised_as_the_alias_map_reads_them():
+    assert normalize_text(" Ehlers-Danlos   Syndrome, type IV ") == "ehlers danlos syndrome type iv"
 
 
 def test_longest_matches_begin_inside_any_and_alone():
