@@ -10,7 +10,8 @@ environment (the pipeline served by ONNX runs where PyTorch is not installed).
 scispaCy worker builds them), links them with
 `nlp.pipe` and writes each mention's top candidate (`Span._.kb_ents[0]`, as
 `evaluate`'s Acc@1 reads it; NIL when there is none), the number of NIL answers
-(`kb_id_`), the times, the peak RSS and the linker's counts (shortcuts, cache hits). `build` times
+(`kb_id_`), the times, the peak RSS, the linker's counts (shortcuts, cache hits)
+and its seconds per stage (`BioELLinker.timings`, the runtime's tokenizing). `build` times
 what building the pipeline's derived parts from its KB and weights takes: the
 name index (every KB name encoded), the kNN datastore and, for the ONNX
 runtime, the exported encoder (`repair-pipeline`'s work).
@@ -68,11 +69,15 @@ def link(pipeline: str, docs_path: str, out: str, batch_size: int = 64) -> None:
     for _, pipe in nlp.pipeline:
         counts.update({k: int(v) for k, v in getattr(pipe, "counts", {}).items()})
     runtime = [getattr(pipe, "runtime", None) for _, pipe in nlp.pipeline]
+    timings = {}
+    for _, pipe in nlp.pipeline:
+        timings.update(getattr(pipe, "timings", {}))
+        timings.update(getattr(getattr(pipe, "runtime", None), "timings", {}))
     result = {"import_s": imported - start, "load_s": loaded - imported,
               "link_s": linked - loaded, "mentions": len(predictions),
               "predictions": predictions, "nil_answers": nil_answers,
               "rss_after_import_mb": rss_imported,
-              "peak_rss_mb": peak_rss_mb(), "counts": counts,
+              "peak_rss_mb": peak_rss_mb(), "counts": counts, "timings": timings,
               "torch_imported": "torch" in sys.modules,
               "runtime": [getattr(r, "name", None) for r in runtime if r is not None],
               "versions": {"spacy": spacy.__version__, "python": sys.version.split()[0]}}

@@ -213,7 +213,8 @@ def summarize(runs: List[Dict[str, Any]], systems: List[System]) -> List[Dict[st
                    "acc@1": statistics.median(a for a in accs if a is not None) if any(
                        a is not None for a in accs) else None,
                    "acc_same_every_round": len(set(accs)) == 1, "rounds": len(mine),
-                   "counts": mine[-1].get("counts", {})}
+                   "counts": mine[-1].get("counts", {}),
+                   "stage_shares": stage_shares(mine)}
             if system.kind == SCISPACY:
                 scispacy = row
             rows.append(row)
@@ -223,6 +224,45 @@ def summarize(runs: List[Dict[str, Any]], systems: List[System]) -> List[Dict[st
                 row["rss_x_scispacy"] = row["peak_rss_mb"] / scispacy["peak_rss_mb"]
                 row["load_x_scispacy"] = row["load_s"] / scispacy["load_s"]
     return rows
+
+
+# (label, how its seconds are read from a run's `timings` and link_s)
+STAGES = (
+    ("tokenisation", lambda t, link: t.get("tokenize", 0.0)),
+    ("encoder", lambda t, link: t.get("encode", 0.0) - t.get("tokenize", 0.0)),
+    ("name search", lambda t, link: t.get("search", 0.0)),
+    ("kNN", lambda t, link: t.get("knn", 0.0)),
+    ("rank + NIL", lambda t, link: t.get("decide", 0.0)),
+    ("shortcut + abbreviations", lambda t, link: t.get("early", 0.0)),
+    ("rest of the linker", lambda t, link: t.get("linker", 0.0) - sum(
+        t.get(k, 0.0) for k in ("encode", "search", "knn", "decide", "early"))),
+    ("spaCy and the doc stream", lambda t, link: link - t.get("linker", 0.0)),
+)
+
+
+def stage_shares(runs: Sequence[Dict[str, Any]]) -> Optional[Dict[str, float]]:
+    """The share of the linking time per stage (median over the rounds), from
+    the linker's `timings` (None for a system that records none, scispaCy's)."""
+    timed = [run for run in runs if run.get("timings")]
+    if not timed:
+        return None
+    return {label: statistics.median(max(0.0, read(run["timings"], run["link_s"])) / run["link_s"]
+                                     for run in timed) for label, read in STAGES}
+
+
+def stage_table(results: Sequence[Dict[str, Any]]) -> str:
+    """A markdown table of the share of linking time per stage of every system
+    that records it (one row per data, input size and system)."""
+    lines = ["| data | system | " + " | ".join(label for label, _ in STAGES) + " |",
+             "|---|---|" + "---:|" * len(STAGES)]
+    for result in results:
+        for row in result["summary"]:
+            shares = row.get("stage_shares")
+            if shares:
+                lines.append(f"| {(result.get('dataset', '') + ' x' + str(row['repeat'])).strip()} | "
+                             f"{row['system']} | " +
+                             " | ".join(f"{100 * shares[label]:.0f}%" for label, _ in STAGES) + " |")
+    return "\n".join(lines) + "\n" if len(lines) > 2 else ""
 
 
 def summary_table(results: Sequence[Dict[str, Any]]) -> str:
@@ -246,7 +286,9 @@ def summary_table(results: Sequence[Dict[str, Any]]) -> str:
                 f"{number(row.get('speed_x_scispacy'), 2)} | {number(row.get('rss_x_scispacy'), 2)} |")
     scopes = [f"Acc@1 of {r.get('dataset', '')}: {r['acc_scope']}." for r in results
               if r.get("acc_scope", "all mentions") != "all mentions"]
-    return "\n".join(lines + ([""] + scopes if scopes else [])) + "\n"
+    stages = stage_table(results)
+    return "\n".join(lines + ([""] + scopes if scopes else [])) + "\n" + (
+        "\nShare of the linking time per stage (median over the rounds):\n\n" + stages if stages else "")
 
 
 def accuracy_speed_figure(results: Sequence[Dict[str, Any]], path: Path) -> None:
@@ -281,5 +323,6 @@ def accuracy_speed_figure(results: Sequence[Dict[str, Any]], path: Path) -> None
     plt.close(fig)
 
 
-__all__ = ["System", "parse_system", "side_by_side", "summarize", "summary_table",
+__all__ = ["System", "parse_system", "side_by_side", "summarize", "summary_table", "stage_shares",
+           "stage_table", "STAGES",
            "accuracy_speed_figure", "write_inputs", "accuracy", "on_test_part"]

@@ -62,6 +62,9 @@ class Warnings(metaclass=ErrorsWithCodes):
     W012 = ("link-corpus skipped {count} mention(s) that cannot be placed in their text "
             "({by_shard}); each is counted in the report ('skipped_mentions'). Use --strict "
             "to stop at the first one instead.")
+    W014 = ("The embedding cache folder {path} cannot be used ({problem}): the KB's names "
+            "are encoded without it, and again in the next process. Set ${env} to a writable "
+            "folder, or embedding_cache = null to silence this.")
     W013 = ("'{name}': exact_shortcut = true is the older form of the shortcut stage: it builds "
             "spacy-bioel.ExactShortcut.v1. Put [components.{name}.shortcut] with "
             "@misc = \"spacy-bioel.ExactShortcut.v1\" in the config instead (and "

@@ -10,6 +10,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DATA_ROOT = Path(os.environ.get("BIOEL_DATA_ROOT", REPO_ROOT.parent / "shared" / "data")).resolve()
 
 
+@pytest.fixture(autouse=True)
+def embedding_cache_home(tmp_path_factory, monkeypatch):
+    """`embedding_cache = "auto"` (the factory default) writes under
+    $SPACY_BIOEL_CACHE: a fresh folder per test, never the user's cache."""
+    monkeypatch.setenv("SPACY_BIOEL_CACHE", str(tmp_path_factory.mktemp("bioel_cache")))
+
+
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     """The real corpora (../shared/data, or $BIOEL_DATA_ROOT); data tests skip without it."""

@@ -87,8 +87,9 @@ def link_corpus_bench(
 ) -> None:
     """Link a corpus of at least --min-docs documents (SOURCES repeated) with the
     local engine and with Ray at each --workers count (one thread per worker),
-    check every Ray output equals the local one, and write docs/s per run as
-    JSON and a markdown table."""
+    check every Ray output equals the local one, and write docs/s and each
+    worker's peak RSS (the local engine's is this process) per run as JSON and
+    a markdown table."""
     import shutil
 
     from ..corpus_bench import build_corpus, same_output
@@ -126,13 +127,14 @@ def link_corpus_bench(
     lines = [f"Corpus: {corpus['documents']:,} documents ({corpus['source_documents']:,} source "
              f"documents x {corpus['copies']}), {corpus['mentions']:,} mentions, {shards} JSONL "
              f"shards; pipeline {pipeline}; one thread per worker.", "",
-             "| engine | workers | documents in / out (lost, duplicated) | seconds (load included) | docs/s | mentions/s | output equals local |",
-             "|---|---:|---|---:|---:|---:|---|"]
+             "| engine | workers | documents in / out (lost, duplicated) | seconds (load included) | docs/s | mentions/s | peak RSS MB per worker | output equals local |",
+             "|---|---:|---|---:|---:|---:|---|---|"]
     for run in runs:
         same, check = run.get("same_as_local"), run["verify"]
         lines.append(f"| {run['engine']} | {run['workers']} | {check['input_documents']:,} / "
                      f"{check['output_documents']:,} ({check['lost']}, {check['duplicated']}) | {run['seconds']} | "
                      f"{run['docs_per_second']} | {run['mentions_per_second']} | "
+                     f"{', '.join(f'{mb:,.0f}' for mb in run.get('peak_rss_mb_per_worker', [])) or '-'} | "
                      f"{'(reference)' if same is None else ('yes' if same['identical'] else 'NO: ' + json.dumps(same))} |")
     write_json(output_dir / "link_corpus_bench.json", result)
     try:

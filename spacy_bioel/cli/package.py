@@ -31,13 +31,23 @@ def part_sizes(pipeline: Path) -> Dict[str, int]:
     return dict(sorted(sizes.items(), key=lambda kv: -kv[1]))
 
 
+def stored_vectors_dtype(pipeline: Path) -> str:
+    """The dtype of the name vectors a saved pipeline's linker stores ('float32'
+    when it records none)."""
+    import srsly
+
+    for meta in sorted(pipeline.glob("*/index/store.json")):
+        return str(srsly.read_json(meta).get("dtype", "float32"))
+    return "float32"
+
+
 @app.command("package")
 def package(
     pipeline: Path = typer.Argument(..., help="A saved pipeline with a bioel_linker (e.g. model-best)"),
     output_dir: Path = typer.Argument(..., help="Parent folder of the package (spaCy's layout)"),
     name: str = typer.Option("bioel_linker", "--name", help="Package name (spaCy prefixes the language: en_NAME)"),
     version: str = typer.Option("0.1.0", "--version", help="Package version"),
-    vectors_dtype: str = typer.Option("float32", "--vectors-dtype", help="float16 halves the name index (scores stay float32)"),
+    vectors_dtype: Optional[str] = typer.Option(None, "--vectors-dtype", help="float16 or float32 name vectors (default: as the pipeline stores them; the linker configs store float16, which halves the index; scores stay float32)"),
     sdist: bool = typer.Option(False, "--sdist", help="Also build a source archive"),
     report: Optional[Path] = typer.Option(None, "--report", help="Sizes as JSON (and .md beside)"),
     check_venv: Optional[Path] = typer.Option(None, "--check-venv", help="Install the wheel into a fresh virtual environment here and link offline with it"),
@@ -51,19 +61,20 @@ def package(
     wheel requires spacy-bioel, which is not on the package index: install it
     first (`pip install spacy-bioel-*.whl` or from a clone). Prints the wheel's
     size and which part dominates it; `--vectors-dtype float16` halves the
-    index."""
+    index (the linker configs already store float16)."""
     from spacy.cli.package import package as spacy_package
 
     from ..errors import BioELError, Errors
     from .linker import swap_stage
 
     setup_logging(verbose)
-    if vectors_dtype not in ("float32", "float16"):
+    if vectors_dtype not in (None, "float32", "float16"):
         raise BioELError(Errors.E175.format(name="--vectors-dtype", value=repr(vectors_dtype),
                                             expected="'float32' or 'float16'"))
+    stored = stored_vectors_dtype(pipeline)
     with tempfile.TemporaryDirectory(prefix="bioel_package_") as tmp:
         source = pipeline
-        if vectors_dtype != "float32":
+        if vectors_dtype is not None and vectors_dtype != stored:
             def to_dtype(block: Optional[dict]) -> dict:
                 block = dict(block or {"@misc": "spacy-bioel.NameIndex.v2"})
                 if block["@misc"].endswith(".v1"):  # v1 has no vectors_dtype
@@ -73,6 +84,7 @@ def package(
             nlp, _ = swap_stage(pipeline, "index", to_dtype)
             source = Path(tmp) / "pipeline"
             nlp.to_disk(source)
+        vectors_dtype = vectors_dtype or stored
         sizes = part_sizes(source)
         output_dir.mkdir(parents=True, exist_ok=True)
         spacy_package(source, output_dir, name=name, version=version, create_sdist=sdist,
@@ -100,7 +112,8 @@ def package(
                   f"index), then pip install {wheel.name}; spacy.load(\"{full_name}\")."]
     if rows and rows[0]["part"] == "encoder weights":
         lines.append("The encoder's weights dominate: a smaller encoder is the way to a much "
-                     "smaller package; --vectors-dtype float16 halves the name index.")
+                     "smaller package" + ("; --vectors-dtype float16 halves the name index."
+                                          if vectors_dtype == "float32" else "."))
     if check_venv is not None:
         from ..pipeline.packaging import check_in_fresh_venv
 

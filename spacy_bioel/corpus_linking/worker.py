@@ -108,7 +108,26 @@ class LinkWorker:
                 by_shard[shard] = by_shard.get(shard, 0) + len(out["skipped"])
         return {"part": path.name, "documents": len(linked),
                 "mentions": sum(len(r["entities"]) for r in linked),
-                "skipped": sum(by_shard.values()), "skipped_by_shard": json.dumps(by_shard)}
+                "skipped": sum(by_shard.values()), "skipped_by_shard": json.dumps(by_shard),
+                "worker": os.getpid(), "peak_rss_mb": peak_rss_mb()}
+
+
+def peak_rss_mb() -> float:
+    """This process' peak resident memory in MB (Linux's VmHWM; elsewhere
+    `ru_maxrss`, or 0 where neither exists)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmHWM"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    try:
+        import resource
+
+        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    except ImportError:  # pragma: no cover - Windows
+        return 0.0
 
 
 def summarize(summaries: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
@@ -117,10 +136,16 @@ def summarize(summaries: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     for summary in summaries:
         for shard, count in json.loads(summary["skipped_by_shard"]).items():
             by_shard[shard] = by_shard.get(shard, 0) + int(count)
+    peaks: Dict[str, float] = {}  # per worker process, its largest peak
+    for summary in summaries:
+        if "worker" in summary:
+            worker = str(summary["worker"])
+            peaks[worker] = max(peaks.get(worker, 0.0), float(summary["peak_rss_mb"]))
     return {"documents": sum(int(s["documents"]) for s in summaries),
             "mentions": sum(int(s["mentions"]) for s in summaries),
             "skipped_mentions": sum(by_shard.values()), "skipped_by_shard": by_shard,
-            "parts": len({s["part"] for s in summaries})}
+            "parts": len({s["part"] for s in summaries}),
+            "peak_rss_mb_per_worker": sorted(peaks.values(), reverse=True)}
 
 
 def _where(record: Record) -> str:
@@ -138,4 +163,4 @@ def _load_package(name: str):
     return spacy.load(name)
 
 
-__all__ = ["LinkWorker", "summarize"]
+__all__ = ["LinkWorker", "summarize", "peak_rss_mb"]

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import weakref
+import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -32,32 +32,11 @@ from ..errors import BioELError, Errors
 from ..files import PinnedFile, replace_file
 from ..validation import MAX_BATCH, MAX_THREADS, as_int
 from .common import length_buckets
-from .threads import child_threads, limit_threads
+from .onnx_sessions import new_session, track
+from .threads import limit_threads
 
 logger = logging.getLogger(__name__)
 ONNX_FILE, ONNX_META = "mention.onnx", "runtime.json"
-_SESSIONS: "weakref.WeakSet" = weakref.WeakSet()  # ONNX runtimes of this process
-_FORKED = False
-
-
-def _after_fork_in_child() -> None:
-    """A session's thread pool does not survive `fork` (nlp.pipe(n_process=N)):
-    each worker opens its sessions anew, with $SPACY_BIOEL_CHILD_THREADS threads.
-    The inherited session is never destroyed in the worker: its destructor would
-    wait forever for threads that exist only in the parent (multiprocessing ends
-    workers with os._exit, so nothing tears it down later either)."""
-    import ctypes
-
-    global _FORKED
-    _FORKED = True
-    for runtime in list(_SESSIONS):
-        if runtime._session is not None:
-            ctypes.pythonapi.Py_IncRef(ctypes.py_object(runtime._session))  # kept alive on purpose
-            runtime._session = None
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class TorchRuntime:
@@ -75,6 +54,7 @@ class TorchRuntime:
         self.threads = as_int("runtime.threads", threads, 0, MAX_THREADS)
         self.batch_size = as_int("runtime.batch_size", batch_size, 1, MAX_BATCH)
         self._threads_set = False
+        self.timings: Counter = Counter()  # tokenizing is inside the module's call here
 
     def needs_model(self) -> bool:
         return True
@@ -135,7 +115,8 @@ class OnnxRuntime:
         self._onnx: Optional[bytes] = None  # exported in this process
         self._file: Optional[PinnedFile] = None  # loaded from a saved pipeline
         self._stale = True
-        _SESSIONS.add(self)
+        self.timings: Counter = Counter()  # seconds spent tokenizing (the benchmark's stage shares)
+        track(self)  # its session is dropped in a forked worker
 
     def needs_model(self) -> bool:
         """Whether encoding needs the PyTorch module (no current ONNX graph yet)."""
@@ -168,18 +149,7 @@ class OnnxRuntime:
             self._tokenizer = batch_tokenizer(model)
 
     def _new_session(self, source: Union[bytes, str]):
-        try:
-            import onnxruntime
-        except ImportError as err:
-            raise BioELError(Errors.E178.format(missing="onnxruntime")) from err
-        if self.threads:
-            limit_threads(self.threads)
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = self.threads or (child_threads() if _FORKED else 0)
-        options.inter_op_num_threads = 1
-        # idle threads must not spin: the name search (BLAS) runs right after on the same cores
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        return onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+        return new_session(source, self.threads)
 
     def encode(self, model, texts: Sequence[str], batch_size: int) -> np.ndarray:
         """RETURNS (np.ndarray): (len(texts), dim) float32 mention embeddings."""
@@ -189,12 +159,16 @@ class OnnxRuntime:
                               count=len(texts))
         keys = list(unique)
         out: Optional[np.ndarray] = None
+        tokenizing = 0.0
         for indices in length_buckets(keys, min(batch_size, self.batch_size)):
+            start = time.perf_counter()
             ids, mask = self._tokenizer([keys[i] for i in indices])
+            tokenizing += time.perf_counter() - start
             embeddings = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
             if out is None:
                 out = np.empty((len(keys), embeddings.shape[1]), dtype=np.float32)
             out[indices] = embeddings
+        self.timings["tokenize"] += tokenizing
         return out[inverse] if out is not None else np.zeros((0, 0), dtype=np.float32)
 
     def cache_keys(self, model, texts: Sequence[str]) -> List[str]:

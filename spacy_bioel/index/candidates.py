@@ -96,8 +96,8 @@ class ExactCandidates:
 
     def initialize(self, kb: KnowledgeBase, index: NameIndex) -> None:
         self.lookup = {}
-        for owner, name in zip(index.names.owners, index.names.names):
-            concepts = self.lookup.setdefault(normalize_text(name), [])
+        for owner, key in zip(index.names.owners, index.names.keys):
+            concepts = self.lookup.setdefault(key, [])
             if int(owner) not in concepts:
                 concepts.append(int(owner))
 

@@ -2,11 +2,13 @@
 normalised embeddings), each concept scored by its best name.
 
 The store holds the name embeddings (float32 or float16; a memory map when
-loaded from disk) and searches them in one of two ways:
+loaded from disk) and searches them in one of three ways:
 
 - flat (exact, the default): the scores of every name are computed in blocks
   of queries (numpy BLAS on the CPU, a torch matmul on a GPU), reduced to the
   best name per concept, and the top-k concepts taken, in one pass;
+- 'flat_int8': every name scored in int8 by ONNX Runtime (`int8_scan`), the
+  best `k * expansion` names proposed and re-scored exactly as below (no FAISS);
 - approximate (FAISS): 'hnsw' (fp32 graph), 'hnsw_sq8' (graph over 8-bit
   vectors), 'ivf_sq8' (inverted lists of 8-bit vectors) and 'ivfpq' propose
   names, which are then re-scored exactly from the stored embeddings; the pool
@@ -40,12 +42,15 @@ from ..errors import BioELError, Errors
 from .names import top_k
 
 logger = logging.getLogger(__name__)
-INDEX_TYPES = ("flat", "hnsw", "ivfpq", "hnsw_sq8", "ivf_sq8")
+INDEX_TYPES = ("flat", "flat_int8", "hnsw", "ivfpq", "hnsw_sq8", "ivf_sq8")
+FAISS_TYPES = ("hnsw", "ivfpq", "hnsw_sq8", "ivf_sq8")
 BACKENDS = ("auto", "faiss", "torch", "numpy")
 VECTOR_DTYPES = ("float32", "float16")
 STORE_FORMAT = 3
 BLOCK_BYTES = 8 * 2 ** 20  # scores computed per block of queries (flat search): bounds the peak memory
 CHUNK_ROWS = 8192  # float16 vectors converted to float32 this many rows at a time
+SCAN_QUERIES = 32  # queries per int8 scan call (flat_int8; 32 ran faster than 114 on MEDIC)
+RESCORE_ROWS = 8192  # proposed names gathered per step when re-scoring (approximate search)
 Hit = Tuple[int, int, float]  # (concept index, name index, score)
 
 
@@ -62,7 +67,7 @@ class DenseCandidateStore:
 
     concept_ids (Sequence[str]): Concepts, indexed by `owners`.
     dim (int): Embedding size.
-    index_type (str): 'flat' (exact, default), 'hnsw', 'hnsw_sq8', 'ivf_sq8' or 'ivfpq'.
+    index_type (str): 'flat' (exact, default), 'flat_int8', 'hnsw', 'hnsw_sq8', 'ivf_sq8' or 'ivfpq'.
     backend (str): 'auto'; a flat store searches with numpy on a CPU ('faiss' and
         'numpy' alike) and with torch on a GPU or when 'torch' is asked for;
         approximate indexes need FAISS (E177 without it).
@@ -80,6 +85,10 @@ class DenseCandidateStore:
         on_gpu = str(device).startswith("cuda")
         if index_type == "flat":  # exact search is one BLAS matmul: FAISS adds nothing
             backend = "torch" if on_gpu or backend == "torch" else "numpy"
+        elif index_type == "flat_int8":  # ONNX Runtime's int8 scan, re-scored with numpy
+            if backend == "torch":
+                raise BioELError(Errors.E152.format(index_type=index_type, backend=backend))
+            backend = "onnx"
         elif backend not in ("auto", "faiss"):
             raise BioELError(Errors.E152.format(index_type=index_type, backend=backend))
         else:
@@ -96,6 +105,7 @@ class DenseCandidateStore:
         self.owners = np.zeros((0,), dtype=np.int64)
         self.embeddings: Optional[np.ndarray] = None  # (n_names, dim), float32 or float16
         self._index = None  # FAISS index (approximate types)
+        self._scan = None  # the int8 name scan of 'flat_int8' (built on first search)
         self._matrix = None  # torch tensor on `device` (torch backend)
         self._starts = np.zeros((0,), dtype=np.int64)  # first row of each concept's names
         self._segment_owner = np.zeros((0,), dtype=np.int64)
@@ -119,8 +129,8 @@ class DenseCandidateStore:
         self._set_owners(owners)
         self.set_tie_rank(tie_rank)
         self.embeddings = embeddings
-        self._index = self._matrix = None
-        if self.index_type != "flat":
+        self._index = self._matrix = self._scan = None
+        if self.index_type in FAISS_TYPES:
             self._index = self._build_faiss(embeddings)
         self.to_device(self.device)
 
@@ -240,7 +250,36 @@ class DenseCandidateStore:
         queries = np.ascontiguousarray(queries, dtype=np.float32)  # (batch, dim)
         if self.index_type == "flat":
             return self._search_flat(queries, k, allowed, names)
+        if self.index_type == "flat_int8":
+            # few queries per call: its score matrix and gathered names stay small and cached
+            block = int(max(1, min(SCAN_QUERIES, 4 * BLOCK_BYTES // (4 * max(1, len(self))))))
+            return [hit for first in range(0, len(queries), block) for hit in
+                    self._search_approximate(queries[first:first + block], k, expansion, allowed)]
         return self._search_approximate(queries, k, expansion, allowed)
+
+    def _rescore(self, queries: np.ndarray, indices: np.ndarray) -> np.ndarray:
+        """(batch, pool) exact scores of the proposed name rows (-inf where none),
+        the rows gathered from the stored vectors a few queries at a time."""
+        out = np.full(indices.shape, -np.inf, dtype=np.float32)
+        step = max(1, RESCORE_ROWS // max(1, indices.shape[1]))
+        for first in range(0, len(indices), step):
+            rows = indices[first:first + step]
+            vectors = self.rows(np.where(rows >= 0, rows, 0).ravel()).reshape(*rows.shape, self.dim)
+            exact = np.matmul(vectors, queries[first:first + step, :, None])[..., 0]
+            out[first:first + step] = np.where(rows >= 0, exact, -np.inf)
+        return out
+
+    def _propose(self, queries: np.ndarray, pool: int) -> Tuple[np.ndarray, np.ndarray]:
+        """(batch, pool) name rows proposed by the approximate search (-1: none)
+        and their exact scores (the int8 scan computes them in its graph)."""
+        if self.index_type == "flat_int8":
+            if self._scan is None:
+                from .int8_scan import Int8Scan
+
+                self._scan = Int8Scan(self.embeddings)
+            return self._scan.top(queries, pool)
+        indices = self._index.search(queries, pool)[1]
+        return indices, self._rescore(queries, indices)
 
     def _search_flat(self, queries: np.ndarray, k: int, allowed, names: bool) -> List[List[Hit]]:
         n_names, k = len(self), min(k, len(self._starts))
@@ -384,27 +423,40 @@ class DenseCandidateStore:
         pending = np.arange(len(queries))
         pool = min(n_names, max(k * expansion, k))
         while len(pending):
-            _, indices = self._index.search(queries[pending], pool)
+            indices, scores = self._propose(queries[pending], pool)
+            masks = [allowed[i] for i in pending] if allowed is not None else None
             still = []
-            for row, query_index in enumerate(pending):
-                found = indices[row][indices[row] >= 0]
-                exact = self.rows(found) @ queries[query_index]  # re-score exactly
-                order = np.lexsort((found, self._tie_rank[self.owners[found]], -exact))
-                mask = allowed[query_index] if allowed is not None else None
-                ranked: Dict[int, Tuple[int, float]] = {}
-                for j in order:
-                    owner = int(self.owners[found[j]])
-                    if (mask is None or mask[owner]) and owner not in ranked:
-                        ranked[owner] = (int(found[j]), float(exact[j]))
-                if len(ranked) >= k or pool >= n_names:
-                    results[query_index] = [(owner, name, score) for owner, (name, score)
-                                            in list(ranked.items())[:k]]
+            for query_index, hits in zip(pending, self._best_per_concept(indices, scores, k, masks)):
+                if len(hits) >= k or pool >= n_names:
+                    results[query_index] = hits
                 else:
                     still.append(query_index)
             pending = np.array(still, dtype=np.int64)
             pool = min(n_names, pool * 2)
         return results  # type: ignore[return-value]
 
+    def _best_per_concept(self, indices: np.ndarray, scores: np.ndarray, k: int,
+                          masks: Optional[Sequence[Optional[np.ndarray]]]) -> List[List[Hit]]:
+        """Per query, up to k concepts of the proposed names (-1: none), each with
+        its best-scoring name, best first; exact ties by the tie rank, then the
+        name row. Concepts a query's mask excludes are left out."""
+        batch, pool = indices.shape
+        keep = indices >= 0
+        owners = self.owners[np.where(keep, indices, 0)]
+        for row, mask in enumerate(masks or []):
+            if mask is not None:
+                keep[row] &= mask[owners[row]]
+        rows = np.repeat(np.arange(batch), pool)[keep.ravel()]
+        names, exact, owners = indices[keep], scores[keep], owners[keep]
+        order = np.lexsort((names, self._tie_rank[owners], -exact, rows))
+        rows, names, exact, owners = rows[order], names[order], exact[order], owners[order]
+        firsts = np.sort(np.unique(rows * len(self.concept_ids) + owners, return_index=True)[1])
+        rows, names, exact, owners = rows[firsts], names[firsts], exact[firsts], owners[firsts]
+        bounds = np.searchsorted(rows, np.arange(batch + 1))
+        return [list(zip(owners[lo:min(hi, lo + k)].tolist(), names[lo:min(hi, lo + k)].tolist(),
+                         exact[lo:min(hi, lo + k)].tolist()))
+                for lo, hi in zip(bounds[:-1], bounds[1:])]
 
-__all__ = ["DenseCandidateStore", "faiss_available", "INDEX_TYPES", "BACKENDS", "VECTOR_DTYPES",
+
+__all__ = ["DenseCandidateStore", "faiss_available", "INDEX_TYPES", "FAISS_TYPES", "BACKENDS", "VECTOR_DTYPES",
            "STORE_FORMAT"]

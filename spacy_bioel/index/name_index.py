@@ -27,14 +27,15 @@ Example:
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ..errors import BioELError, Errors
+from ..errors import BioELError, Errors, Warnings, warn
 from ..progress import progress_bar
-from .dense import DenseCandidateStore
+from .dense import FAISS_TYPES, DenseCandidateStore
 from .embedding_cache import EmbeddingCache, cached_embeddings
 from .names import NameTable
 from .store_io import load_store, save_store, store_from_bytes, store_to_bytes
@@ -48,10 +49,11 @@ ENCODE_CHUNK = 65536  # names encoded per call of `encode` during a refresh
 class NameIndex:
     """Name embeddings and the dense store over them.
 
-    index_type (str): 'flat' (exact), 'hnsw', 'hnsw_sq8', 'ivf_sq8' or 'ivfpq'
+    index_type (str): 'flat' (exact), 'flat_int8' (an int8 scan, re-scored), 'hnsw', 'hnsw_sq8', 'ivf_sq8' or 'ivfpq'
         (see `DenseCandidateStore`).
     backend (str): 'auto', 'faiss', 'torch' or 'numpy'.
-    embedding_cache (Optional[str]): Folder for a frozen concept tower's embeddings.
+    embedding_cache (Optional[str]): Folder for a frozen (or not yet trained) concept
+        tower's embeddings; 'auto' is the user's cache folder (`cache_folder`).
     vectors_dtype (str): 'float32' or 'float16' (halves the memory of the embeddings;
         scores are computed in float32).
     device (str): 'auto' (the encoder's device), 'cpu' or 'cuda:N': where the
@@ -156,11 +158,12 @@ class NameIndex:
         """The embeddings of every name, through the embedding cache when there is
         one (see `index.embedding_cache`: verified chunks, resumable, one writer at
         a time); `resumed_at` says how many names earlier runs had encoded."""
-        if not self.embedding_cache or cache_key is None:
+        folder = cache_folder(self.embedding_cache)
+        if folder is None or cache_key is None:
             return self._encode_into(encode, self._allocate(encode), 0, progress)
         names = self.names.names
         dim = self._allocate(encode).shape[1]  # the width every cached chunk must have
-        cache = EmbeddingCache(self.embedding_cache, cache_key, len(names), self.vectors_dtype)
+        cache = EmbeddingCache(folder, cache_key, len(names), self.vectors_dtype)
         chunks = range(0, len(names), ENCODE_CHUNK)
         with progress_bar(total=len(chunks), desc="Encoding names", unit=" chunks",
                           disable=not progress or len(chunks) < 2) as bar:
@@ -220,7 +223,7 @@ class NameIndex:
         if len(store) != len(self.names) or not np.array_equal(store.owners, self.names.owners):
             raise BioELError(Errors.E154.format(
                 path=path, problem="its names differ from the KB's"))
-        if store.index_type != "flat":
+        if store.index_type in FAISS_TYPES:
             store.set_search_params(nprobe=self.search_params["nprobe"],
                                     ef_search=self.search_params["ef_search"])
         store.set_tie_rank(self.names.tie_rank)
@@ -244,4 +247,33 @@ class NameIndex:
         return self
 
 
-__all__ = ["NameIndex", "ENCODE_CHUNK"]
+AUTO_CACHE = "auto"
+CACHE_ENV = "SPACY_BIOEL_CACHE"
+
+
+def cache_folder(setting: Optional[str]) -> Optional[str]:
+    """The folder of the embedding cache: None (no cache), a folder, or 'auto' (the
+    default of `add_pipe`): $SPACY_BIOEL_CACHE, else $XDG_CACHE_HOME/spacy_bioel or
+    ~/.cache/spacy_bioel, so the embedded default encodes a KB's names once per
+    machine (a base model's tower; keyed by names, settings and weights). An 'auto'
+    folder that cannot be created is W014 and no cache; a folder named in the
+    config is E238 (`EmbeddingCache`)."""
+    if not setting:
+        return None
+    if setting != AUTO_CACHE:
+        return setting
+    root = os.environ.get(CACHE_ENV) or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "spacy_bioel")
+    folder = os.path.join(root, "names")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        if not os.access(folder, os.W_OK):
+            raise PermissionError("not writable")
+    except OSError as err:
+        warn(Warnings.W014.format(path=folder, problem=f"{type(err).__name__}: {err}", env=CACHE_ENV))
+        return None
+    return folder
+
+
+__all__ = ["cache_folder", "AUTO_CACHE", "CACHE_ENV", "NameIndex", "ENCODE_CHUNK"]

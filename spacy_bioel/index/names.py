@@ -19,14 +19,19 @@ class NameTable:
     names (List[str]): All names; rows of one concept are contiguous.
     owners (np.ndarray): (n_names,) concept index of each name.
     offsets (np.ndarray): (n_concepts,) first row of each concept.
+    keys (List[str]): Each name after `normalize_text` (the exact-match lookups
+        reuse them instead of normalising the KB again).
     """
 
     def __init__(self, kb: KnowledgeBase, extra_names: Iterable[Tuple[str, str]] = ()) -> None:
         grouped: Dict[str, List[str]] = {}
+        keyed: Dict[str, List[str]] = {}
         seen: Dict[str, set] = {}
         for concept_id, name in kb.names():
+            key = normalize_text(name)
             grouped.setdefault(concept_id, []).append(name)
-            seen.setdefault(concept_id, set()).add(normalize_text(name))
+            keyed.setdefault(concept_id, []).append(key)
+            seen.setdefault(concept_id, set()).add(key)
         self.n_extra = 0
         for concept_id, name in extra_names:
             primary = kb.resolve(concept_id) or concept_id
@@ -35,6 +40,7 @@ class NameTable:
                 continue
             seen[primary].add(key)
             grouped.setdefault(primary, []).append(name)
+            keyed.setdefault(primary, []).append(key)
             self.n_extra += 1
         self.concept_ids: List[str] = list(grouped)
         unindexed = [c.concept_id for c in kb if c.concept_id not in grouped]
@@ -43,6 +49,7 @@ class NameTable:
             warn(Warnings.W007.format(count=len(unindexed), kb=kb.name,
                                       examples=", ".join(unindexed[:3])))
         self.names: List[str] = [n for cid in self.concept_ids for n in grouped[cid]]
+        self.keys: List[str] = [k for cid in self.concept_ids for k in keyed[cid]]
         counts = np.array([len(grouped[cid]) for cid in self.concept_ids], dtype=np.int64)
         self.owners = np.repeat(np.arange(len(self.concept_ids)), counts)
         self.offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import BioELError, Errors
 from ..files import replace_file as _replace_file
-from .dense import BACKENDS, STORE_FORMAT, DenseCandidateStore, faiss_available
+from .dense import BACKENDS, FAISS_TYPES, STORE_FORMAT, DenseCandidateStore, faiss_available
 
 
 def save_store(store: DenseCandidateStore, folder: Union[str, Path]) -> None:
@@ -56,7 +56,7 @@ def load_store(folder: Union[str, Path], concept_ids: Sequence[str], *,
             raise ValueError(f"format {meta.get('format')} is newer than {STORE_FORMAT}")
         params = {k: v for k, v in meta.get("params", {}).items()
                   if k in ("hnsw_m", "ivf_lists", "pq_m", "nprobe", "ef_search")}
-        needs_faiss = meta["index_type"] != "flat"
+        needs_faiss = meta["index_type"] in FAISS_TYPES
         if needs_faiss and not faiss_available():
             raise BioELError(Errors.E177.format(index_type=meta["index_type"]))
         store = DenseCandidateStore(concept_ids, int(meta["dim"]), index_type=meta["index_type"],
@@ -140,7 +140,7 @@ def store_from_bytes(data: bytes, *, device: str = "cpu", path: str = "<bytes>"
             raise ValueError(f"vectors of shape {matrix.shape}, not ({len(owners)}, {store.dim})")
         store._set_owners(owners)
         store.embeddings = matrix
-        if index_type != "flat":
+        if index_type in FAISS_TYPES:
             store._index = index if index is not None else store._build_faiss(matrix)
             store._apply_search_params(store._index)
     except READ_ERRORS as err:

@@ -29,7 +29,7 @@ DEFAULT_CONFIG = {
     "model": Config().from_str(DEFAULT_MODEL)["model"],
     "loss": {"@misc": "spacy-bioel.InfoNCELoss.v1", "temperature": 0.05, "in_batch": True},
     "index": {"@misc": "spacy-bioel.NameIndex.v1", "index_type": "flat", "backend": "auto",
-              "embedding_cache": None},
+              "embedding_cache": "auto"},
     "candidates": {"@misc": "spacy-bioel.DenseCandidates.v1"},
     "type_filter": None,
     "ranker": {"@misc": "spacy-bioel.KNNRanker.v1", "use_knn": True, "knn_k": 4,
@@ -72,7 +72,8 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
     model: the bi-encoder (`spacy-bioel.BiEncoder.v1`).
     loss: `spacy-bioel.InfoNCELoss.v1`, `.ProxyLoss.v1`, `.TripletLoss.v1`,
         `.PrototypeTripletLoss.v1`.
-    index: `spacy-bioel.NameIndex.v1` (index_type, backend, embedding_cache).
+    index: `spacy-bioel.NameIndex.v1` (index_type, backend, embedding_cache: 'auto',
+        the user's cache folder, so an untrained pipeline encodes a KB's names once).
     candidates: `spacy-bioel.DenseCandidates.v1`, `.SparseCandidates.v1`,
         `.ExactCandidates.v1` or `.HybridCandidates.v1`.
     type_filter: None or `spacy-bioel.TypeFilter.v1` (label -> allowed types).

@@ -14,8 +14,11 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
+import time
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.tokens import Doc, Span
@@ -49,6 +52,17 @@ class Decider:
     settings: Dict[str, Any]
     require_model: Callable[[str], None]  # builds a deferred PyTorch module
     name: str = "bioel_linker"
+    timings: Counter = field(default_factory=Counter)  # seconds per stage (`timed`)
+
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        """Add the wall time of the block to `timings[stage]` (the benchmark's
+        share of time per stage: early, encode, search, knn, decide)."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[stage] += time.perf_counter() - start
 
     def _early(self, docs: Sequence[Doc]
                ) -> Tuple[List[Entity], Dict[SpanKey, str], List[Optional[Retrieved]]]:
@@ -86,12 +100,20 @@ class Decider:
         """RETURNS (List[List[Dict[str, Any]]]): per doc, the decision of each of its mentions."""
         if is_contextual(self.model):  # the same text reads differently in each context
             cache = None
-        every, forms, early = self._early(docs)
+        with self.timed("early"):
+            every, forms, early = self._early(docs)
         decisions: List[Optional[Dict[str, Any]]] = [None] * len(every)
         pending: Dict[Hashable, List[int]] = {}
-        for k, alternatives in enumerate(early):
-            if alternatives is not None:
-                decisions[k] = self.decide(alternatives)
+        with self.timed("decide"):
+            by_concept: Dict[str, Dict[str, Any]] = {}  # a shortcut's decision depends on its concept only
+            for k, alternatives in enumerate(early):
+                if alternatives and alternatives[0].get("shortcut"):
+                    concept = alternatives[0]["candidates"][0][0]
+                    if concept not in by_concept:
+                        by_concept[concept] = self.decide(alternatives)
+                    decisions[k] = by_concept[concept]
+                elif alternatives is not None:
+                    decisions[k] = self.decide(alternatives)
         rest = [k for k in range(len(every)) if decisions[k] is None]
         keys = self.decision_keys([every[k] for k in rest], forms) if cache is not None else rest
         for k, key in zip(rest, keys):
@@ -103,6 +125,7 @@ class Decider:
                 pending.setdefault(key, []).append(k)
         firsts = [positions[0] for positions in pending.values()]
         retrieved = self.retrieve_spans([every[k] for k in firsts], forms, None, cache)
+        start = time.perf_counter()
         for (key, positions), alternatives in zip(pending.items(), retrieved):
             decision = self.decide(alternatives)
             for k in positions:
@@ -111,6 +134,7 @@ class Decider:
                 cache.decisions.put(key, decision)
                 cache.stats["decisions"] += 1
                 cache.stats["decision_hits"] += len(positions) - 1
+        self.timings["decide"] += time.perf_counter() - start
         per_doc: List[List[Dict[str, Any]]] = [[] for _ in docs]
         for (i, _), decision in zip(every, decisions):
             per_doc[i].append(decision)  # type: ignore[arg-type]
@@ -184,19 +208,22 @@ class Decider:
         if self.state.index.stale or self.state.datastore_stale:
             warn(Warnings.W006.format(name=self.name))
         texts, labels, owner = mention_alternatives(spans, self.settings["context_window"], forms)
-        if is_contextual(self.model):
-            queries = self.contextual_queries(spans, texts, owner)
-        else:
-            queries = self.encode_mentions(texts, cache)
+        with self.timed("encode"):
+            if is_contextual(self.model):
+                queries = self.contextual_queries(spans, texts, owner)
+            else:
+                queries = self.encode_mentions(texts, cache)
         masks = self.type_filter.masks(labels) if self.type_filter is not None else None
         k = min(self.settings["retrieve_k"], len(self.state.index.names.concept_ids))
-        found = self.candidates(texts, queries, self.state.index, k, masks)
+        with self.timed("search"):
+            found = self.candidates(texts, queries, self.state.index, k, masks)
         ranker, datastore = self.ranker, self.state.datastore
         knn_k = knn_k or (ranker.knn_k if ranker.use_knn else 0)  # kNN off: no search
         use_knn = datastore is not None and len(datastore) and knn_k
         if use_knn:
             held_out = held_out_keys(spans)
-            neighbours = datastore.search(queries, knn_k, [held_out[spans[j][0]] for j in owner])
+            with self.timed("knn"):
+                neighbours = datastore.search(queries, knn_k, [held_out[spans[j][0]] for j in owner])
         else:
             neighbours = [[] for _ in texts]
         ids, concept_index = self.state.index.names.concept_ids, self.state.concept_index

@@ -99,7 +99,8 @@ def _entities(loss_fn, index: NameIndex, device):
 
     cached = loss_fn.entities
     if cached is None or cached[0] is not index.store or cached[1].device != device:
-        matrix = torch.from_numpy(index.vectors(slice(None))).to(device)
+        # a copy: the vectors may be a read-only memory map (a loaded pipeline, the embedding cache)
+        matrix = torch.from_numpy(np.array(index.vectors(slice(None)), dtype=np.float32)).to(device)
         cached = (index.store, matrix, torch.from_numpy(index.names.owners).to(device))
         loss_fn.entities = cached
     return cached[1], cached[2]

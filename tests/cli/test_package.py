@@ -39,6 +39,9 @@ def test_package_builds_a_wheel_that_links_offline(trained_dir, tmp_path):
                                       "float16", "--report", str(tmp_path / "report.json")])
     assert result.exit_code == 0, (result.output, result.exception)
     report = json.loads((tmp_path / "report.json").read_text())
+    from spacy_bioel.cli.package import stored_vectors_dtype
+
+    assert stored_vectors_dtype(pipeline) == "float32" and report["vectors_dtype"] == "float16"
     wheel = tmp_path / "out" / "en_toy_linker-0.0.1" / "dist" / "en_toy_linker-0.0.1-py3-none-any.whl"
     assert report["wheel"] == str(wheel) and wheel.is_file() and report["wheel_mb"] == round(wheel.stat().st_size / 1e6, 1)
     parts = {row["part"] for row in report["parts"]}

@@ -53,6 +53,8 @@ def test_unplaceable_mentions_are_counted_per_shard_or_refused_with_strict(tmp_p
     assert report["mentions"] == 1 and report["skipped_mentions"] == 5
     assert report["skipped_by_shard"] == {str((tmp_path / "a.jsonl").resolve()): 5}
     assert report["verify"]["mentions_unaccounted"] == 0
+    (peak,) = report["peak_rss_mb_per_worker"]  # the local engine: one worker, this process
+    assert 0 < peak <= _this_process_peak_mb()
     (record,) = read_outputs(tmp_path / "out")
     reasons = sorted(s[3] for s in record["skipped"])
     assert reasons == ["only white space", "outside the text of 23 characters",
@@ -158,3 +160,9 @@ def test_ray_errors_arrive_as_the_local_engine_s_coded_line(tmp_path, pipeline_d
     assert "\n" not in str(result.exception) and "Traceback" not in str(result.exception)
     assert type(bad.exception).__name__ == "BioELError", bad.exception
     assert "Traceback" not in str(bad.exception)
+
+
+def _this_process_peak_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 + 1

@@ -25,6 +25,10 @@ def test_name_table_groups_and_max(kb):
     assert table.offsets.tolist() == [0, 3, 6, 8]
     scores = np.arange(len(table), dtype=np.float32)[None, :]
     assert table.max_per_concept(scores).tolist() == [[2, 5, 7, 9]]
+    from spacy_bioel.kb.normalize import normalize_text
+
+    assert table.keys == [normalize_text(n) for n in table.names]  # the lookups' keys, aligned
+    assert table.keys[-1] == "liver tumour of infancy"
 
 
 def test_top_k_sorted_with_index_ties():

@@ -138,7 +138,44 @@ def test_ivfpq_runs_and_mostly_agrees(data):
     assert all(len(row) == 5 for row in got) and top1 >= 0.6
 
 
-@pytest.mark.parametrize("index_type", ["flat", "hnsw_sq8", "ivf_sq8"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_flat_int8_scan_re_scored_exactly(data, dtype):
+    """The int8 scan proposes names, which are scored exactly: the same concepts
+    and scores as the exact store (the data's best names are far above the int8
+    rounding), masks honoured, ties by the tie rank."""
+    names, owners, queries, concept_ids = data
+    names = names.astype(dtype)
+    exact_store = DenseCandidateStore(concept_ids, 16)
+    exact_store.add(names, owners)
+    store = DenseCandidateStore(concept_ids, 16, index_type="flat_int8")
+    store.add(names, owners)
+    assert store.backend == "onnx"
+    for k in (1, 10, 64):
+        got, want = store.search_names(queries, k), exact_store.search_names(queries, k)
+        best = [{c: float(row[owners == c].max()) for c in set(owners.tolist())}
+                for row in queries @ names.astype(np.float32).T]
+        same_up_to_rounding(got, want, best, tolerance=1e-5)
+    allowed = np.zeros(len(concept_ids), dtype=bool)
+    allowed[::7] = True
+    for row in store.search_names(queries, 10, allowed=[allowed] * len(queries)):
+        assert len(row) == 10 and all(allowed[c] for c, _, _ in row)
+    # a duplicated name ties exactly: the concept with the lower tie rank wins
+    twins = np.vstack([names[:1], names[:1]]).astype(np.float32)
+    store = DenseCandidateStore(["A", "B"], 16, index_type="flat_int8")
+    store.add(twins, np.array([0, 1]), tie_rank=np.array([1, 0]))
+    assert [c for c, _, _ in store.search_names(twins[:1], 2)[0]] == [1, 0]
+
+
+def test_flat_int8_scan_graphs_are_the_packaged_ones():
+    """The packaged weightless graphs are what `scan_graph` builds (no drift)."""
+    pytest.importorskip("onnx")
+    from spacy_bioel.index.int8_scan import graph_file, scan_graph
+
+    for dtype in ("float16", "float32"):
+        assert graph_file(dtype).read_bytes() == scan_graph(dtype)
+
+
+@pytest.mark.parametrize("index_type", ["flat", "flat_int8", "hnsw_sq8", "ivf_sq8"])
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_to_disk_loads_by_memory_map(data, tmp_path, index_type, dtype):
     names, owners, queries, concept_ids = data
@@ -192,9 +229,10 @@ def test_reads_a_store_saved_by_the_previous_version(data, tmp_path):
 
 def test_errors(data, tmp_path):
     names, owners, queries, concept_ids = data
-    with pytest.raises(BioELError) as err:
-        DenseCandidateStore(concept_ids, 16, index_type="hnsw", backend="torch")
-    assert err.value.code == "E152"
+    for index_type in ("hnsw", "flat_int8"):
+        with pytest.raises(BioELError) as err:
+            DenseCandidateStore(concept_ids, 16, index_type=index_type, backend="torch")
+        assert err.value.code == "E152"
     store = DenseCandidateStore(concept_ids, 16)
     with pytest.raises(BioELError) as err:
         store.search(queries, k=3)

@@ -110,3 +110,63 @@ def test_two_writers_on_one_entry_both_get_the_whole_result(tmp_path):
     leftovers = [p.name for p in tmp_path.iterdir() if p.name not in ("names-k.npy", "names-k.npy.json",
                                                                      "names-k.lock")]
     assert leftovers == []
+
+
+def test_the_auto_folder_is_the_users_cache(tmp_path, monkeypatch):
+    """'auto' (the factory default) is $SPACY_BIOEL_CACHE/names, else the XDG or
+    home cache; a folder that cannot be made is W014 and no cache; None is none."""
+    import os
+
+    from spacy_bioel.index.name_index import cache_folder
+
+    assert cache_folder(None) is None and cache_folder("") is None
+    assert cache_folder(str(tmp_path / "mine")) == str(tmp_path / "mine")  # as configured
+    monkeypatch.setenv("SPACY_BIOEL_CACHE", str(tmp_path / "env"))
+    assert cache_folder("auto") == str(tmp_path / "env" / "names")
+    assert (tmp_path / "env" / "names").is_dir()
+    monkeypatch.delenv("SPACY_BIOEL_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_folder("auto") == os.path.join(str(tmp_path / "xdg"), "spacy_bioel", "names")
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setenv("SPACY_BIOEL_CACHE", str(tmp_path / "file"))
+    with pytest.warns(BioELWarning, match="W014"):
+        assert cache_folder("auto") is None
+
+
+def test_an_untrained_linker_encodes_a_kbs_names_once_per_machine(tiny_bert_dir, tmp_path,
+                                                                  monkeypatch):
+    """The factory default (`embedding_cache = "auto"`, towers trained when
+    training): a second pipeline on the same KB and base model reads the names'
+    embeddings from the cache; once the linker has trained, nothing is cached."""
+    import spacy
+
+    from spacy_bioel import Concept, KnowledgeBase
+    from spacy_bioel.pipeline.factory import DEFAULT_CONFIG
+
+    assert DEFAULT_CONFIG["index"]["embedding_cache"] == "auto"
+    monkeypatch.setenv("SPACY_BIOEL_CACHE", str(tmp_path / "cache"))
+    kb = KnowledgeBase(name="toy")
+    for cid, name in [("D1", "colorectal carcinoma"), ("D2", "myocardial infarction")]:
+        kb.add(Concept(cid, name))
+
+    def linker():
+        nlp = spacy.blank("en")
+        pipe = nlp.add_pipe("bioel_linker", config={"model": {
+            "@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
+            "max_length": 16}})
+        pipe.set_kb(kb)
+        nlp.initialize(lambda: [])
+        return pipe
+
+    first = linker()
+    assert first.index.resumed_at == 0  # encoded, and written
+    assert list((tmp_path / "cache" / "names").glob("names-*.npy"))
+    second = linker()
+    assert second.index.resumed_at == len(first.index.names)  # read back, nothing encoded
+    assert np.array_equal(second.index.store.vectors(), first.index.store.vectors())
+    second.steps.steps = 1  # after a training step the concept tower is no longer the base's
+    calls = []
+    monkeypatch.setattr(second.index, "_cached", lambda encode, key, progress: calls.append(key)
+                        or np.asarray(encode(second.index.names.names)))
+    second.refresh(force=True)
+    assert calls == [None]

@@ -32,7 +32,9 @@ def test_ablate_and_table(tiny_bert_dir, tmp_path):
     assert sorted(p.name for p in (tmp_path / "results" / "toy").iterdir()) == \
         ["infonce__seed0.json", "proxy-fgsm__seed0.json"]
     assert not (tmp_path / "work" / "toy" / "infonce__seed0").exists()  # models dropped
-    assert len(list((tmp_path / "cache").glob("names-*.npy"))) == 1  # frozen tower: one encoding
+    # the frozen tower's names, encoded once per stored dtype (linker_cpu.cfg keeps float16,
+    # linker_proxy.cfg float32); the second seed encodes nothing
+    assert len(list((tmp_path / "cache").glob("names-*.npy"))) == 2
     run = srsly.read_json(tmp_path / "results" / "toy" / "infonce__seed0.json")
     command = " ".join(run["command"])
     assert "--training.max_epochs 1" in command and "--training.eval_frequency 3" in command
@@ -46,6 +48,7 @@ def test_ablate_and_table(tiny_bert_dir, tmp_path):
     # resumable: seed 0 is skipped, seed 1 runs
     result = runner.invoke(app, args)
     assert result.exit_code == 0 and "2 of 4 runs to do" in result.output
+    assert len(list((tmp_path / "cache").glob("names-*.npy"))) == 2
     result = runner.invoke(app, ["ablate-table", str(tmp_path / "results"),
                                  "--output", str(tmp_path / "results" / "table.md"),
                                  "--spec", str(tmp_path / "spec.yml")])

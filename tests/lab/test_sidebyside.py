@@ -66,6 +66,29 @@ def test_summary_medians_minimums_and_ratios():
         summary_table([{"summary": rows}])
 
 
+def test_stage_shares_of_the_linking_time():
+    """Shares per stage from the linker's timings (median over rounds): the
+    encoder without tokenising, the linker's untimed rest, spaCy's rest."""
+    from bench.sidebyside import STAGES, stage_shares, stage_table
+
+    timings = {"tokenize": 1.0, "encode": 4.0, "search": 2.0, "knn": 0.5, "decide": 0.5,
+               "early": 0.5, "linker": 9.0}
+    runs = [{"link_s": 10.0, "timings": timings}, {"link_s": 20.0, "timings": timings},
+            {"link_s": 10.0, "timings": timings}]
+    shares = stage_shares(runs)
+    assert shares == pytest.approx({"tokenisation": 0.1, "encoder": 0.3, "name search": 0.2,
+                                    "kNN": 0.05, "rank + NIL": 0.05,
+                                    "shortcut + abbreviations": 0.05, "rest of the linker": 0.15,
+                                    "spaCy and the doc stream": 0.1})
+    assert sum(shares.values()) == pytest.approx(1.0) and len(shares) == len(STAGES)
+    assert stage_shares([{"link_s": 1.0}]) is None  # scispaCy records none
+    table = stage_table([{"dataset": "d", "summary": [
+        {"repeat": 1, "system": "ours", "stage_shares": shares},
+        {"repeat": 1, "system": "sci", "stage_shares": None}]}])
+    assert "| d x1 | ours | 10% | 30% | 20% | 5% | 5% | 5% | 15% | 10% |" in table
+    assert "sci" not in table and stage_table([{"summary": []}]) == ""
+
+
 def test_a_pipeline_side_by_side_with_itself(tiny_bert_dir, tmp_path):
     write_toy_linking_data(tmp_path)
     nlp = spacy.blank("en")
@@ -86,6 +109,7 @@ def test_a_pipeline_side_by_side_with_itself(tiny_bert_dir, tmp_path):
         assert row["mentions"] == 4 * row["repeat"]
         assert (row["build_s"] > 0) if row["system"] == "a" else row["build_s"] is None
         assert row["acc_same_every_round"] and 0 <= row["acc@1"] <= 1
+        assert 0 < row["stage_shares"]["encoder"] < 1  # the worker reports the linker's timings
     assert {r["acc@1"] for r in result["runs"]} == {result["runs"][0]["acc@1"]}
 
 

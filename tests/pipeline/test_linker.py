@@ -118,6 +118,39 @@ def test_pipe_equals_call(trained):
     assert piped == called
 
 
+def test_pipe_batches_by_mentions_and_keeps_order(trained, monkeypatch):
+    """`pipe` groups docs until a batch holds batch_size docs and PIPE_MENTIONS
+    mentions (capped at PIPE_MAX_FACTOR * batch_size docs), in order; it times
+    each stage; an error goes to the pipeline's error handler with its batch."""
+    from spacy_bioel.pipeline import linker as linker_module
+
+    nlp, _, _ = trained
+    pipe = nlp.get_pipe("bioel_linker")
+    docs = [gold_spans_doc(nlp, make_doc(nlp, t, s)) for t, s in TRAIN * 5]  # 2-3 mentions each
+    sizes = [len(b) for b in linker_module.mention_batches(iter(docs), 2, None)]
+    assert sum(sizes) == 20 and sizes == [16, 4]  # 8 * 2 docs: fewer than 1024 mentions
+    assert [len(d.ents) for d in docs[:4]] == [2, 2, 2, 3]
+    monkeypatch.setattr(linker_module, "PIPE_MENTIONS", 4)
+    batches = list(linker_module.mention_batches(iter(docs), 2, None))
+    assert [len(b) for b in batches] == [2] * 10  # any 2 docs hold >= 4 mentions
+    assert [d for b in batches for d in b] == docs
+    monkeypatch.setattr(linker_module, "PIPE_MENTIONS", 7)  # 2 + 2 + 2 < 7 <= 2 + 2 + 2 + 3
+    assert [len(b) for b in linker_module.mention_batches(iter(docs), 2, None)] == [4] * 5
+    pipe.timings.clear()
+    piped = predictions(nlp.pipe([d.copy() for d in docs], batch_size=2))
+    assert {"early", "encode", "search", "knn", "decide", "linker"} <= set(pipe.timings)
+    assert pipe.timings["linker"] >= pipe.timings["encode"] + pipe.timings["search"] > 0
+    assert piped == predictions([nlp(d.copy()) for d in docs])
+    seen = []
+    nlp.set_error_handler(lambda name, component, batch, err: seen.append((name, len(batch))))
+    monkeypatch.setattr(type(pipe), "predict", lambda self, docs: 1 / 0)
+    try:
+        assert len(list(nlp.pipe([d.copy() for d in docs[:6]], batch_size=2))) == 0
+    finally:
+        nlp.set_error_handler(spacy.util.raise_error)
+    assert seen == [("bioel_linker", 4), ("bioel_linker", 2)]  # each failed batch, whole
+
+
 def test_evaluate_returns_our_keys(trained):
     nlp, _, _ = trained
     scores = nlp.evaluate(examples(nlp))

@@ -1,12 +1,14 @@
 """`spacy train configs/<each linker config>` end to end on a tiny fixture (CI smoke test)."""
 from pathlib import Path
 
+import numpy as np
 import pytest
 import spacy
 
 from tests.utils import spacy_train_toy
 
 REPO = Path(__file__).resolve().parents[2]
+FAST_DEFAULTS = ("linker.cfg", "linker_cpu.cfg")  # the two configs users train (issue 45)
 
 
 @pytest.mark.parametrize("config", ["linker.cfg", "linker_cpu.cfg", "linker_proxy.cfg",
@@ -15,16 +17,22 @@ def test_spacy_train_linker_config(tiny_bert_dir, tmp_path, config):
     result = spacy_train_toy(REPO / "configs" / config, tmp_path, tiny_bert_dir)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     trained = spacy.load(tmp_path / "out" / "model-last")
-    doc = trained.make_doc("colon cancer")
-    doc.ents = [doc.char_span(0, 12, label="Disease")]
+    linker = trained.get_pipe("bioel_linker")
+    doc = trained.make_doc("colon cancers")  # no KB name: encoded, every concept ranked
+    doc.ents = [doc.char_span(0, 13, label="Disease")]
     doc = trained(doc)
     assert doc.ents[0].kb_id_ in {"D1", "D2", "D3"}
     assert len(doc.ents[0]._.kb_ents) == 3
+    if config in FAST_DEFAULTS:  # what `train` gives: ONNX int8, float16 names, the shortcut
+        assert (tmp_path / "out" / "model-last" / "bioel_linker" / "runtime" / "mention.onnx").is_file()
+        assert linker.deferred_model is not None  # predicted without building the PyTorch module
+        assert linker.index.store.vectors().dtype == np.float16
+        exact = trained.make_doc("colon cancer")
+        exact.ents = [exact.char_span(0, 12, label="Disease")]
+        assert trained(exact).ents[0]._.kb_ents == [("D1", 1.0)]
+        assert linker.counts["exact_shortcut"] == 1
     # model-last was saved after the RefreshLinkers callback: its datastore holds the
     # final weights' embeddings (re-encoding now gives the same keys)
-    import numpy as np
-
-    linker = trained.get_pipe("bioel_linker")
     saved_keys = linker.datastore.keys.copy()
     linker.datastore_stale = True
     linker.refresh()

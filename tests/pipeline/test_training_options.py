@@ -183,7 +183,7 @@ def test_every_loss_trains(tiny_bert_dir, loss, sampling, epsilon):
     assert scores["bioel_acc@5"] >= 0.8
 
 
-def test_embedding_cache_for_a_frozen_concept_tower(tiny_bert_dir, tmp_path):
+def test_embedding_cache_for_a_frozen_or_untrained_concept_tower(tiny_bert_dir, tmp_path):
     frozen = frozen_tower(tiny_bert_dir)
     cache = {"@misc": "spacy-bioel.NameIndex.v1", "embedding_cache": str(tmp_path)}
     _, first, _ = build(tiny_bert_dir, model=frozen, index=cache)
@@ -203,8 +203,12 @@ def test_embedding_cache_for_a_frozen_concept_tower(tiny_bert_dir, tmp_path):
     # other encoder settings, another key
     build(tiny_bert_dir, model=dict(frozen, max_length=12), index=cache)
     assert len(list(tmp_path.glob("names-*.npy"))) == 2
-    # a trained concept tower (shared) never uses the cache
+    # a shared (trained) tower before its first step has the base weights: the same entry
     _, shared, _ = build(tiny_bert_dir, index=cache)
+    assert len(list(tmp_path.glob("names-*.npy"))) == 2
+    assert np.all(shared.index.embeddings == 0.5)
+    shared.steps.steps = 1  # once it trains, its names are encoded afresh and not cached
+    shared.refresh(force=True)
     assert len(list(tmp_path.glob("names-*.npy"))) == 2
     assert not np.all(shared.index.embeddings == 0.5)
 
