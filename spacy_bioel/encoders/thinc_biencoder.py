@@ -82,6 +82,11 @@ def init(model: Model, X: Optional[EncoderInput] = None, Y: Optional[Any] = None
 
     tokenizer, transformer = load_transformer(model.attrs["encoder"])
     attach_module(model, tokenizer, transformer)
+    if not is_contextual(model):  # a frozen tower that is the base model is saved by reference
+        from .base_tower import reference_for
+
+        module = torch_module(model)
+        module.concept_base = reference_for(module, model.attrs["encoder"])
 
 
 def check_max_length(max_length: int, transformer, encoder: str) -> None:
@@ -134,10 +139,12 @@ def attach_module(model: Model, tokenizer, transformer) -> None:
 
     # autocast + grad scaling only where they exist: on a CUDA device
     mixed = bool(model.attrs["mixed_precision"]) and torch.cuda.is_available()
-    from .torch_io import deserialize_weights  # weights_only, explicitly
+    from .torch_io import deserialize_weights, serialize_weights  # weights_only, explicitly
 
+    module.concept_base = None  # set where the module is built from the base model (`init`)
     wrapper = PyTorchWrapper_v3(module, convert_inputs=_make_converter(model),
-                                mixed_precision=mixed, deserialize_model=deserialize_weights)
+                                mixed_precision=mixed, serialize_model=serialize_weights,
+                                deserialize_model=deserialize_weights)
     model._layers.insert(0, wrapper)  # before a contextual model's span layer
     model.attrs["tokenizer"] = tokenizer
     model.set_dim("nO", module.dim)

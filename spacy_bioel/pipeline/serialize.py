@@ -93,17 +93,37 @@ def _stage_params(linker: Saved) -> Dict[str, Any]:
             if hasattr(getattr(linker, stage), "get_params")}
 
 
-def _cfg(linker: Saved) -> Dict[str, Any]:
+def _cfg(linker: Saved, concept_tower: Optional[Dict[str, str]]) -> Dict[str, Any]:
     return {"version": FORMAT_VERSION, "initialized": linker.state.kb is not None, "manifest": True,
             "dim": linker.model.get_dim("nO") if linker.model.has_dim("nO") else None,
             "encoder_attrs": {k: v for k, v in linker.model.attrs.items() if k != "tokenizer"},
-            "settings": dict(linker.cfg), "stages": _stage_params(linker)}
+            "settings": dict(linker.cfg), "stages": _stage_params(linker),
+            "concept_tower": concept_tower}
+
+
+def concept_reference(linker: Saved) -> Optional[Dict[str, str]]:
+    """The base model the frozen concept tower is saved as (`encoders.base_tower`),
+    or None when the weights file holds it: checked against the tower first."""
+    from ..encoders.base_tower import adopted_reference, current_reference
+    from ..encoders.thinc_biencoder import is_contextual, torch_module
+
+    if linker.deferred_model is not None:
+        return linker.deferred_model.concept_tower
+    if not is_built(linker.model) or is_contextual(linker.model):
+        return None
+    module = torch_module(linker.model)
+    if module.concept_base is None and not getattr(module, "base_checked", False):
+        module.base_checked = True  # once per module: it loads the base model
+        module.concept_base = adopted_reference(module, linker.model.attrs["encoder"])
+    return current_reference(module)
 
 
 def _writers(linker: Saved) -> Dict[str, Callable[[Path], Any]]:
     from ..encoders.thinc_biencoder import save_encoder_config
 
-    writers: Dict[str, Callable[[Path], Any]] = {"cfg": lambda p: srsly.write_json(p, _cfg(linker))}
+    reference = concept_reference(linker)  # before the weights are written: they follow it
+    writers: Dict[str, Callable[[Path], Any]] = {
+        "cfg": lambda p: srsly.write_json(p, _cfg(linker, reference))}
     deferred = linker.deferred_model
     if linker.state.kb is not None and (is_built(linker.model) or deferred is not None):
         if linker.state.index.stale or linker.state.datastore_stale:
@@ -161,7 +181,7 @@ def from_disk(linker: Saved, path, exclude: Iterable[str]) -> Saved:
         linker.set_kb(KnowledgeBase.from_disk(path / "kb"))
         state.datastore_stale = datastore_stale if state.datastore is not None else True
     if "model" in parts:
-        _load_weights(linker, path, saved.get("dim"), exclude)
+        _load_weights(linker, path, saved.get("dim"), exclude, saved.get("concept_tower"))
     dim = linker.model.get_dim("nO") if linker.model.has_dim("nO") else saved.get("dim")
     if "index" in parts:
         state.index.from_disk(path / "index")
@@ -181,14 +201,16 @@ def from_disk(linker: Saved, path, exclude: Iterable[str]) -> Saved:
     return linker
 
 
-def _load_weights(linker: Saved, path: Path, dim: Optional[int], exclude) -> None:
+def _load_weights(linker: Saved, path: Path, dim: Optional[int], exclude,
+                  concept_tower: Optional[Dict[str, str]] = None) -> None:
     """Load the PyTorch module now, or, when the runtime stage has its saved
-    ONNX graph (and tokenizer.json), only pin the weights (`DeferredModel`)."""
+    ONNX graph (and tokenizer.json), only pin the weights (`DeferredModel`). A
+    concept tower saved by reference comes from its base model (E241)."""
     runtime = linker.runtime
     tokenizer_file = path / "encoder" / "tokenizer.json"
     if runtime.has_files and "runtime" not in exclude and (path / "runtime").is_dir() \
             and tokenizer_file.exists():
-        deferred = DeferredModel(path, dim)
+        deferred = DeferredModel(path, dim, concept_tower)
         check_vocabulary(_vocab_size(tokenizer_file), deferred.vocab_size, path / "encoder")
         try:
             runtime.from_disk(path / "runtime", tokenizer_file,
@@ -201,7 +223,7 @@ def _load_weights(linker: Saved, path: Path, dim: Optional[int], exclude) -> Non
         if not runtime.needs_model():
             linker.defer_model(deferred)
             return
-    load_model(linker.model, path, dim)
+    load_model(linker.model, path, dim, concept_tower=concept_tower)
     runtime.invalidate()
     linker.model_changed()
 

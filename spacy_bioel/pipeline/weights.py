@@ -20,7 +20,8 @@ from .integrity import damaged
 
 
 def load_model(model: Model, path: Path, dim: Optional[int],
-               weights: Optional[bytes] = None, encoder_dir: Optional[Path] = None) -> None:
+               weights: Optional[bytes] = None, encoder_dir: Optional[Path] = None,
+               concept_tower: Optional[Dict[str, str]] = None) -> None:
     """Rebuild the module from the saved encoder config, then load the weights
     (torch>=2.6 reads them with weights_only: no pickle code runs). A weights file
     that does not parse is E176; weights of another shape are E157.
@@ -28,10 +29,14 @@ def load_model(model: Model, path: Path, dim: Optional[int],
     path (Path): The component folder (its `encoder` and `model` are read unless
         `encoder_dir` / `weights` are given).
     dim (Optional[int]): The saved output dimension, checked (E157).
+    concept_tower (Optional[Dict[str, str]]): The cfg's reference to the base model
+        a frozen concept tower was saved as (`encoders.base_tower`; E241).
     """
-    from ..encoders.thinc_biencoder import build_from_saved
+    from ..encoders.thinc_biencoder import build_from_saved, is_contextual, torch_module
 
     build_module(build_from_saved, model, path, encoder_dir or path / "encoder")
+    if not is_contextual(model):
+        torch_module(model).concept_base = concept_tower or None
     check_tokenizer(model, path / "encoder")
     load_weights(model, path, weights)
     if dim is not None and model.get_dim("nO") != dim:
@@ -54,6 +59,8 @@ def load_weights(model: Model, path: Path, weights: Optional[bytes] = None) -> N
     another shape are E157, a file that does not parse is E176."""
     try:
         model.from_bytes(weights if weights is not None else (path / "model").read_bytes())
+    except BioELError:  # E241: a concept tower saved by reference to a missing or other base
+        raise
     except RuntimeError as err:
         if "size mismatch" in str(err) or "key(s) in state_dict" in str(err):
             raise BioELError(Errors.E157.format(path=path, key="weights", saved=type(err).__name__,
@@ -90,10 +97,12 @@ class DeferredModel:
 
     path (Path): The component folder.
     dim (Optional[int]): The saved output dimension.
+    concept_tower (Optional[Dict[str, str]]): The cfg's base-model reference, if any.
     """
 
-    def __init__(self, path: Path, dim: Optional[int]) -> None:
-        self.path, self.dim = Path(path), dim
+    def __init__(self, path: Path, dim: Optional[int],
+                 concept_tower: Optional[Dict[str, str]] = None) -> None:
+        self.path, self.dim, self.concept_tower = Path(path), dim, concept_tower
         self.weights = PinnedFile(self.path / "model")
         self.encoder_files: Dict[str, bytes] = {
             p.name: p.read_bytes() for p in sorted((self.path / "encoder").iterdir()) if p.is_file()}
@@ -109,7 +118,7 @@ class DeferredModel:
         with tempfile.TemporaryDirectory() as tmp:
             self.save_encoder(Path(tmp))
             load_model(model, self.path, self.dim, weights=self.weights.read_bytes(),
-                       encoder_dir=Path(tmp))
+                       encoder_dir=Path(tmp), concept_tower=self.concept_tower)
 
     def save_weights(self, target: Union[str, Path]) -> None:
         self.weights.copy_to(target)
