@@ -254,7 +254,8 @@ class DenseCandidateStore:
             # few queries per call: its score matrix and gathered names stay small and cached
             block = int(max(1, min(SCAN_QUERIES, 4 * BLOCK_BYTES // (4 * max(1, len(self))))))
             return [hit for first in range(0, len(queries), block) for hit in
-                    self._search_approximate(queries[first:first + block], k, expansion, allowed)]
+                    self._search_approximate(queries[first:first + block], k, expansion,
+                                             None if allowed is None else allowed[first:first + block])]
         return self._search_approximate(queries, k, expansion, allowed)
 
     def _rescore(self, queries: np.ndarray, indices: np.ndarray) -> np.ndarray:

@@ -27,8 +27,7 @@ class NameTable:
         grouped: Dict[str, List[str]] = {}
         keyed: Dict[str, List[str]] = {}
         seen: Dict[str, set] = {}
-        for concept_id, name in kb.names():
-            key = normalize_text(name)
+        for concept_id, name, key in kb.keyed_names():
             grouped.setdefault(concept_id, []).append(name)
             keyed.setdefault(concept_id, []).append(key)
             seen.setdefault(concept_id, set()).add(key)

@@ -171,13 +171,18 @@ class KnowledgeBase:
     def names(self) -> Iterator[Tuple[str, str]]:
         """Yield (concept_id, name) for every distinct normalised name of every
         concept, canonical name first. Names that normalise to "" are skipped."""
+        for concept_id, name, _ in self.keyed_names():
+            yield concept_id, name
+
+    def keyed_names(self) -> Iterator[Tuple[str, str, str]]:
+        """`names()` with each name's `normalize_text` key (normalised once)."""
         for concept in self._concepts.values():
             seen = set()
             for name in concept.names():
                 key = normalize_text(name)
                 if key and key not in seen:
                     seen.add(key)
-                    yield concept.concept_id, name
+                    yield concept.concept_id, name, key
 
     @property
     def alias_index(self) -> Dict[str, List[str]]:

@@ -46,6 +46,16 @@ def test_alias_index_is_normalised_and_ambiguous():
     assert kb.lookup_alias("unknown") == []
 
 
+def test_keyed_names_are_names_with_their_normalised_key():
+    kb = KnowledgeBase()
+    kb.add(Concept("C1", "Crohn's Disease", ("crohn s disease", "CD", "...")))
+    kb.add(Concept("C2", "Colon cancer"))
+    keyed = list(kb.keyed_names())
+    assert [(c, n) for c, n, _ in keyed] == list(kb.names()) == [
+        ("C1", "Crohn's Disease"), ("C1", "CD"), ("C2", "Colon cancer")]  # one per key, none empty
+    assert [k for _, _, k in keyed] == [normalize_text(n) for _, n, _ in keyed]
+
+
 def test_duplicate_and_empty_name_errors():
     kb = make_kb()
     with pytest.raises(KBFormatError) as err:
