@@ -54,7 +54,6 @@ class TorchRuntime:
         self.threads = as_int("runtime.threads", threads, 0, MAX_THREADS)
         self.batch_size = as_int("runtime.batch_size", batch_size, 1, MAX_BATCH)
         self._threads_set = False
-        self.timings: Counter = Counter()  # tokenizing is inside the module's call here
 
     def needs_model(self) -> bool:
         return True
@@ -142,14 +141,11 @@ class OnnxRuntime:
         if self._session is None:  # (again, e.g. in a forked worker): the pinned graph
             source = self._onnx if self._onnx is not None else (
                 str(self._file.path) if self._file.intact() else self._file.read_bytes())
-            self._session = self._new_session(source)
+            self._session = new_session(source, self.threads)
         if self._tokenizer is None:
             from .thinc_biencoder import batch_tokenizer
 
             self._tokenizer = batch_tokenizer(model)
-
-    def _new_session(self, source: Union[bytes, str]):
-        return new_session(source, self.threads)
 
     def encode(self, model, texts: Sequence[str], batch_size: int) -> np.ndarray:
         """RETURNS (np.ndarray): (len(texts), dim) float32 mention embeddings."""
@@ -205,7 +201,7 @@ class OnnxRuntime:
         self._session = None
         self._stale = meta.get("quantize") != self.quantize
         if not self._stale:
-            self._session = self._new_session(str(self._file.path))
+            self._session = new_session(str(self._file.path), self.threads)
             self._tokenizer = BatchTokenizer.from_file(tokenizer_file, max_length)
         return self
 

@@ -30,6 +30,8 @@ from typing import Tuple
 
 import numpy as np
 
+from ..encoders.onnx_sessions import new_session, track
+
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 QUANTIZE_ROWS = 8192  # names quantised this many at a time (no float32 copy of the index)
 
@@ -102,8 +104,6 @@ class Int8Scan:
     def __init__(self, vectors: np.ndarray) -> None:
         import onnxruntime
 
-        from ..encoders.onnx_sessions import new_session, track
-
         weights, scales = quantize_names(vectors)
         stored = np.ascontiguousarray(vectors)
         self.n_names, self.dtype = len(scales), stored.dtype.name
@@ -111,12 +111,12 @@ class Int8Scan:
         self._arrays = (weights, scales, np.zeros(len(scales), dtype=np.int8), stored)
         self._values = {name: onnxruntime.OrtValue.ortvalue_from_numpy(array)
                         for name, array in zip(("W", "scale", "zp", "V"), self._arrays)}
-        self._new_session, self._session = new_session, None
-        track(self)
+        self._session = None
+        track(self)  # its session is dropped in a forked worker
 
     def _ready(self):
         if self._session is None:
-            self._session = self._new_session(graph_file(self.dtype).read_bytes(),
+            self._session = new_session(graph_file(self.dtype).read_bytes(),
                                               initializers=self._values)
         return self._session
 

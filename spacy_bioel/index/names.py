@@ -25,19 +25,16 @@ class NameTable:
 
     def __init__(self, kb: KnowledgeBase, extra_names: Iterable[Tuple[str, str]] = ()) -> None:
         grouped: Dict[str, List[str]] = {}
-        keyed: Dict[str, List[str]] = {}
-        seen: Dict[str, set] = {}
+        keyed: Dict[str, List[str]] = {}  # the names' keys: distinct per concept (`keyed_names`)
         for concept_id, name, key in kb.keyed_names():
             grouped.setdefault(concept_id, []).append(name)
             keyed.setdefault(concept_id, []).append(key)
-            seen.setdefault(concept_id, set()).add(key)
         self.n_extra = 0
         for concept_id, name in extra_names:
             primary = kb.resolve(concept_id) or concept_id
             key = normalize_text(name)
-            if not key or key in seen.setdefault(primary, set()):
+            if not key or key in keyed.get(primary, ()):
                 continue
-            seen[primary].add(key)
             grouped.setdefault(primary, []).append(name)
             keyed.setdefault(primary, []).append(key)
             self.n_extra += 1

@@ -67,17 +67,22 @@ class LinkCache:
 
 
 @contextmanager
-def call_cache(shared: LinkCache, size: int, across_calls: bool, counts: Counter
-               ) -> Iterator[Optional[LinkCache]]:
-    """The cache of one `nlp.pipe` / `nlp(doc)` call: `shared` with `across_calls`,
-    else a fresh one (none with `size` 0). Its counts are added to `counts`
-    ('cache_decision_hits', 'cache_texts_encoded', ...) when the call ends."""
-    call = None if size == 0 else shared if across_calls else LinkCache(size)
+def call_cache(component) -> Iterator[Optional[LinkCache]]:
+    """The cache of one `nlp.pipe` / `nlp(doc)` call of a linker, set as its
+    `call` meanwhile (a nested call restores the outer one): the linker's shared
+    `cache` with `cache_across_calls`, else a fresh one (none with `cache_size`
+    0). Its counts are added to the linker's `counts` ('cache_decision_hits',
+    'cache_texts_encoded', ...) when the call ends."""
+    size, outer = component.cfg["cache_size"], component.call
+    call = None if size == 0 else component.cache if component.cfg["cache_across_calls"] \
+        else LinkCache(size)
+    component.call = call
     try:
         yield call
     finally:
+        component.call = outer
         if call is not None:
-            counts.update({f"cache_{k}": v for k, v in call.stats.items()})
+            component.counts.update({f"cache_{k}": v for k, v in call.stats.items()})
             call.stats.clear()
 
 

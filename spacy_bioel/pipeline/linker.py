@@ -11,9 +11,7 @@ its settings: `settings.LinkerSettings`. None of them imports this module.
 """
 
 import logging
-import time
 from collections import Counter
-from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -25,7 +23,7 @@ from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 
 from ..datastore.ranker import KNNRanker
-from ..encoders.thinc_biencoder import concept_tower_trained, embed_texts, is_built, is_contextual
+from ..encoders.thinc_biencoder import embed_texts, is_built, is_contextual
 from ..errors import BioELError, Errors
 from ..index.name_index import NameIndex
 from ..kb.knowledge_base import KnowledgeBase
@@ -36,7 +34,7 @@ from .cache import LinkCache, call_cache
 from .decisions import Retrieved
 from .extensions import install_extensions, write_decisions
 from .linking import Decider, check_contextual
-from .mentions import mention_spans, write_spans
+from .mentions import mention_batches, mention_spans, write_spans
 from .settings import LinkerSettings
 from .state import LinkerState
 
@@ -63,7 +61,7 @@ class BioELLinker(TrainablePipe):
         install_extensions(self.cfg)
         self.epoch_seconds: List[float] = []
         self.deferred_model = None  # weights of an ONNX-served pipeline, loaded on demand
-        self.cache = LinkCache(self.cfg["cache_size"])  # across calls; see `_call_cache`
+        self.cache = LinkCache(self.cfg["cache_size"])  # across calls; see `cache.call_cache`
         self.call: Optional[LinkCache] = None  # the cache of the current call
         self.rng = np.random.default_rng()
         self.steps = updates.TrainingState()
@@ -105,8 +103,7 @@ class BioELLinker(TrainablePipe):
 
     @train_mentions.setter
     def train_mentions(self, mentions: Iterable[Tuple]) -> None:
-        """(mention input, gold concept id) pairs, or (mention input, gold
-        concept id, document key) triples that also set `train_docs`."""
+        """(mention input, gold concept id) pairs, or triples that also set `train_docs`."""
         self.state.set_train_mentions(mentions)
         if hasattr(self.shortcut, "learn"):  # the names it defers (its KB lookup stays)
             self.shortcut.learn(self.train_mentions)
@@ -172,35 +169,22 @@ class BioELLinker(TrainablePipe):
         if self.call is not None:
             self.call.clear()
 
-    @contextmanager
-    def _call_cache(self) -> Iterator[None]:
-        """One `nlp.pipe` / `nlp(doc)` call, one cache (`cache.call_cache`)."""
-        outer = self.call
-        try:
-            with call_cache(self.cache, self.cfg["cache_size"], self.cfg["cache_across_calls"],
-                            self.counts) as self.call:
-                yield
-        finally:
-            self.call = outer
-
     def __call__(self, doc: Doc) -> Doc:
-        with self._call_cache():
+        with call_cache(self):
             return super().__call__(doc)
 
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
-        """Link `stream` in batches of at least `batch_size` docs and
-        `PIPE_MENTIONS` mentions (`mention_batches`): a batch pays one pass over
-        the name index, so short docs are grouped until the pass is shared."""
-        error_handler = self.get_error_handler()
-        with self._call_cache():
+        """Link `stream` in batches of at least `batch_size` docs and PIPE_MENTIONS
+        mentions (`mentions.mention_batches`: each pays one pass over the name index)."""
+        handler = self.get_error_handler()
+        with call_cache(self):
             for docs in mention_batches(stream, batch_size, self.cfg["spans_key"]):
                 try:
-                    start = time.perf_counter()
-                    self.set_annotations(docs, self.predict(docs))
-                    self.timings["linker"] += time.perf_counter() - start
+                    with self.decider().timed("linker"):
+                        self.set_annotations(docs, self.predict(docs))
                     yield from docs
                 except Exception as err:  # spaCy's contract: the pipeline's error handler decides
-                    error_handler(self.name, self, docs, err)
+                    handler(self.name, self, docs, err)
 
     # -------------------------------------------------------------- encoding
     def embed(self, texts: Sequence[str], tower: str, progress: bool = False) -> np.ndarray:
@@ -220,12 +204,8 @@ class BioELLinker(TrainablePipe):
         self.require_model("refreshing the name index or the datastore")
         self.index.use_device(self.model_device())
         if force or self.index.stale:
-            # cached while the concept tower is the one the key digests for good: frozen, or
-            # not yet trained (the base model of an untrained pipeline, e.g. the embedded default)
-            untrained = self.steps.steps == 0
-            key = serialize.name_cache_key(self) if untrained or not concept_tower_trained(
-                self.model) else None
-            self.index.refresh(lambda texts: self.embed(texts, "concept", progress=True), key)
+            self.index.refresh(lambda texts: self.embed(texts, "concept", progress=True),
+                               serialize.refresh_cache_key(self))
         if datastore and (force or self.datastore_stale or self.datastore is None):
             mentions = None if is_contextual(self.model) else (  # no text tower: empty
                 lambda texts: embed_texts(self.model, texts, "mention", self.cfg["encode_batch_size"]))
@@ -317,27 +297,4 @@ class BioELLinker(TrainablePipe):
         return self
 
 
-def mention_batches(stream: Iterable[Doc], batch_size: int, spans_key: Optional[str]
-                    ) -> Iterator[List[Doc]]:
-    """Docs in order, in batches that end once they hold `batch_size` docs and
-    `PIPE_MENTIONS` mentions, or `PIPE_MAX_FACTOR * batch_size` docs."""
-    batch: List[Doc] = []
-    mentions = 0
-    for doc in stream:
-        batch.append(doc)
-        mentions += len(mention_spans(doc, spans_key))
-        if (len(batch) >= batch_size and mentions >= PIPE_MENTIONS) or \
-                len(batch) >= PIPE_MAX_FACTOR * batch_size:
-            yield batch
-            batch, mentions = [], 0
-    if batch:
-        yield batch
-
-
-# every batch of `pipe` scores its distinct mentions against all KB names, one pass over
-# the (float16) vectors: 64 abstracts hold ~550 mentions, and the pass cost as much as
-# scoring them (natural corpus, docs/results/speed.md)
-PIPE_MENTIONS = 1024
-PIPE_MAX_FACTOR = 8
-
-__all__ = ["BioELLinker", "mention_batches", "PIPE_MENTIONS"]
+__all__ = ["BioELLinker"]

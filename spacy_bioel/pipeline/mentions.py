@@ -104,6 +104,30 @@ def long_forms(docs: List[Doc], spans_key: Optional[str] = None) -> Dict[SpanKey
     return out
 
 
+# every batch of `BioELLinker.pipe` scores its distinct mentions against all KB names, one pass
+# over the (float16) vectors: 64 abstracts hold ~550 mentions, and the pass cost as much as
+# scoring them (natural corpus, docs/results/speed.md)
+PIPE_MENTIONS = 1024
+PIPE_MAX_FACTOR = 8
+
+
+def mention_batches(stream: Iterable[Doc], batch_size: int, spans_key: Optional[str]
+                    ) -> Iterator[List[Doc]]:
+    """Docs in order, in batches that end once they hold `batch_size` docs and
+    `PIPE_MENTIONS` mentions, or `PIPE_MAX_FACTOR * batch_size` docs."""
+    batch: List[Doc] = []
+    mentions = 0
+    for doc in stream:
+        batch.append(doc)
+        mentions += len(mention_spans(doc, spans_key))
+        if (len(batch) >= batch_size and mentions >= PIPE_MENTIONS) or \
+                len(batch) >= PIPE_MAX_FACTOR * batch_size:
+            yield batch
+            batch, mentions = [], 0
+    if batch:
+        yield batch
+
+
 def mention_alternatives(spans: List[Tuple[int, Span]], context_window: int,
                          forms: Dict[SpanKey, str]) -> Tuple[List[str], List[str], List[int]]:
     """The texts to embed for `spans` ((doc index, entity) pairs): each entity's
@@ -122,4 +146,4 @@ def mention_alternatives(spans: List[Tuple[int, Span]], context_window: int,
 
 
 __all__ = ["mention_spans", "write_spans", "HELD_OUT_KNN", "held_out_key", "has_alnum", "mention_input", "span_of_input",
-           "gold_mentions", "linkable_gold", "training_spans", "long_forms", "mention_alternatives"]
+           "gold_mentions", "linkable_gold", "training_spans", "long_forms", "mention_alternatives", "mention_batches", "PIPE_MENTIONS", "PIPE_MAX_FACTOR"]

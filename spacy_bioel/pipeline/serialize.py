@@ -75,6 +75,17 @@ def name_cache_key(linker: Saved, names: Optional[Sequence[str]] = None) -> str:
     return digest.hexdigest()[:20]
 
 
+def refresh_cache_key(linker: Saved) -> Optional[str]:
+    """`name_cache_key` while the concept tower is one the key digests for good:
+    frozen, or not yet trained (the base model of an untrained pipeline, e.g.
+    the embedded default); None while training changes it."""
+    from ..encoders.thinc_biencoder import concept_tower_trained
+
+    if linker.steps.steps and concept_tower_trained(linker.model):
+        return None
+    return name_cache_key(linker)
+
+
 def set_option(linker: Saved, key: str, value: Any) -> None:
     """A checked setting (`settings.CHECKS`) or a stage parameter ('nil.threshold',
     ...): E172 for an unknown name, E175 for a bad value."""

@@ -122,20 +122,20 @@ def test_pipe_batches_by_mentions_and_keeps_order(trained, monkeypatch):
     """`pipe` groups docs until a batch holds batch_size docs and PIPE_MENTIONS
     mentions (capped at PIPE_MAX_FACTOR * batch_size docs), in order; it times
     each stage; an error goes to the pipeline's error handler with its batch."""
-    from spacy_bioel.pipeline import linker as linker_module
+    from spacy_bioel.pipeline import mentions as batching
 
     nlp, _, _ = trained
     pipe = nlp.get_pipe("bioel_linker")
     docs = [gold_spans_doc(nlp, make_doc(nlp, t, s)) for t, s in TRAIN * 5]  # 2-3 mentions each
-    sizes = [len(b) for b in linker_module.mention_batches(iter(docs), 2, None)]
+    sizes = [len(b) for b in batching.mention_batches(iter(docs), 2, None)]
     assert sum(sizes) == 20 and sizes == [16, 4]  # 8 * 2 docs: fewer than 1024 mentions
     assert [len(d.ents) for d in docs[:4]] == [2, 2, 2, 3]
-    monkeypatch.setattr(linker_module, "PIPE_MENTIONS", 4)
-    batches = list(linker_module.mention_batches(iter(docs), 2, None))
+    monkeypatch.setattr(batching, "PIPE_MENTIONS", 4)
+    batches = list(batching.mention_batches(iter(docs), 2, None))
     assert [len(b) for b in batches] == [2] * 10  # any 2 docs hold >= 4 mentions
     assert [d for b in batches for d in b] == docs
-    monkeypatch.setattr(linker_module, "PIPE_MENTIONS", 7)  # 2 + 2 + 2 < 7 <= 2 + 2 + 2 + 3
-    assert [len(b) for b in linker_module.mention_batches(iter(docs), 2, None)] == [4] * 5
+    monkeypatch.setattr(batching, "PIPE_MENTIONS", 7)  # 2 + 2 + 2 < 7 <= 2 + 2 + 2 + 3
+    assert [len(b) for b in batching.mention_batches(iter(docs), 2, None)] == [4] * 5
     pipe.timings.clear()
     piped = predictions(nlp.pipe([d.copy() for d in docs], batch_size=2))
     assert {"early", "encode", "search", "knn", "decide", "linker"} <= set(pipe.timings)
