@@ -66,6 +66,15 @@ class PinnedFile:
         return b"".join(os.pread(self._fd, min(CHUNK, self.size - start), start)
                         for start in range(0, self.size, CHUNK))
 
+    def sha256(self) -> str:
+        """RETURNS (str): the hex SHA-256 of the pinned content."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        for start in range(0, self.size, CHUNK):
+            digest.update(os.pread(self._fd, min(CHUNK, self.size - start), start))
+        return digest.hexdigest()
+
     def copy_to(self, target: Union[str, Path]) -> None:
         """Write the pinned content to `target` (through a temporary file)."""
         target = Path(target)

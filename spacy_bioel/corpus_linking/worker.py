@@ -17,7 +17,7 @@ logger = logging.getLogger(__name__)
 class LinkWorker:
     """pipeline: a saved pipeline (path or installed package name) with a
     bioel_linker; output_dir: where part files go; top: candidates kept per
-    mention; threads: torch / BLAS threads of this worker (0: leave as is);
+    mention; threads: torch / BLAS / ONNX Runtime threads of this worker (0: leave as is);
     strict: a mention that cannot be placed in its text is E234 instead of
     skipped and counted."""
 
@@ -27,9 +27,11 @@ class LinkWorker:
 
         self.nlp = load_pipeline(pipeline) if Path(pipeline).exists() else _load_package(pipeline)
         if threads:  # after loading: the libraries it caps are imported by then
+            from ..encoders.onnx_sessions import cap_threads
             from ..encoders.threads import limit_threads
 
             limit_threads(threads)
+            cap_threads(threads)  # ONNX Runtime's pools: the mention tower's, the int8 name scan's
         self.linker = find_linker(self.nlp)
         self.finds_mentions = bool(mention_finders(self.nlp, self.linker))
         self.output_dir = Path(output_dir)

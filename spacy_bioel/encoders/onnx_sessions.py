@@ -15,6 +15,7 @@ from .threads import child_threads, limit_threads
 
 _OWNERS: "weakref.WeakSet" = weakref.WeakSet()
 _FORKED = False
+_CAP = 0  # intra-op threads of the sessions opened from now on (0: all cores; `cap_threads`)
 
 
 def track(owner: Any) -> None:
@@ -42,12 +43,23 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def cap_threads(threads: int) -> None:
+    """Give every session of this process at most `threads` intra-op threads
+    (a corpus-linking worker's share of the cores): the open ones are dropped
+    and reopen on their next use (their owners keep what they were opened from)."""
+    global _CAP
+    _CAP = max(0, int(threads))
+    for owner in list(_OWNERS):
+        if getattr(owner, "_session", None) is not None:
+            owner._session = None
+
+
 def new_session(source: Union[bytes, str], threads: int = 0,
                 initializers: Optional[Dict[str, Any]] = None):
     """An ONNX Runtime CPU session of a graph (bytes or a file path): `threads`
-    intra-op threads (0: all cores, or $SPACY_BIOEL_CHILD_THREADS in a forked
-    worker), idle threads not spinning (numpy's BLAS runs right after on the
-    same cores). `initializers` (name -> OrtValue) replace the graph's own; such
+    intra-op threads (0: all cores, or `cap_threads`' cap, or
+    $SPACY_BIOEL_CHILD_THREADS in a forked worker), idle threads not spinning
+    (numpy's BLAS runs right after on the same cores). `initializers` (name -> OrtValue) replace the graph's own; such
     a session frees its buffers after each run (no memory arena: its score
     matrices are large and vary with the batch) and does not pre-pack them (a
     second copy: 27 MB more peak RSS on MEDIC's names, no speed difference
@@ -59,7 +71,7 @@ def new_session(source: Union[bytes, str], threads: int = 0,
     if threads:
         limit_threads(threads)
     options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads or (child_threads() if _FORKED else 0)
+    options.intra_op_num_threads = threads or (child_threads() if _FORKED else _CAP)
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     for name, value in (initializers or {}).items():
@@ -70,4 +82,4 @@ def new_session(source: Union[bytes, str], threads: int = 0,
     return onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
-__all__ = ["track", "new_session"]
+__all__ = ["track", "new_session", "cap_threads"]

@@ -96,10 +96,12 @@ class ExactCandidates:
 
     def initialize(self, kb: KnowledgeBase, index: NameIndex) -> None:
         self.lookup = {}
-        for owner, key in zip(index.names.owners, index.names.keys):
-            concepts = self.lookup.setdefault(key, [])
-            if int(owner) not in concepts:
-                concepts.append(int(owner))
+        for owner, key in zip(index.names.owners.tolist(), index.names.keys):
+            concepts = self.lookup.get(key)
+            if concepts is None:
+                self.lookup[key] = [owner]
+            elif owner not in concepts:
+                concepts.append(owner)
 
     def __call__(self, mentions: Sequence[str], queries: np.ndarray, index: NameIndex, k: int,
                  masks: Masks = None) -> List[List[Candidate]]:

@@ -8,7 +8,8 @@ loaded from disk) and searches them in one of three ways:
   of queries (numpy BLAS on the CPU, a torch matmul on a GPU), reduced to the
   best name per concept, and the top-k concepts taken, in one pass;
 - 'flat_int8': every name scored in int8 by ONNX Runtime (`int8_scan`), the
-  best `k * expansion` names proposed and re-scored exactly as below (no FAISS);
+  best `k * expansion` names proposed and re-scored exactly as below (no FAISS;
+  the default of the configs that train on a CPU; on a GPU it searches as 'flat');
 - approximate (FAISS): 'hnsw' (fp32 graph), 'hnsw_sq8' (graph over 8-bit
   vectors), 'ivf_sq8' (inverted lists of 8-bit vectors) and 'ivfpq' propose
   names, which are then re-scored exactly from the stored embeddings; the pool
@@ -48,6 +49,7 @@ BACKENDS = ("auto", "faiss", "torch", "numpy")
 VECTOR_DTYPES = ("float32", "float16")
 STORE_FORMAT = 3
 BLOCK_BYTES = 8 * 2 ** 20  # scores computed per block of queries (flat search): bounds the peak memory
+BEST_BYTES = 16 * 2 ** 20  # per-concept best scores of the queries that share one pass over the names
 CHUNK_ROWS = 8192  # float16 vectors converted to float32 this many rows at a time
 SCAN_QUERIES = 32  # queries per int8 scan call (flat_int8; 32 ran faster than 114 on MEDIC)
 RESCORE_ROWS = 8192  # proposed names gathered per step when re-scoring (approximate search)
@@ -199,12 +201,15 @@ class DenseCandidateStore:
 
     def to_device(self, device: str) -> None:
         """Search on `device`: a flat store on 'cuda:N' moves its embeddings there
-        (torch matmul top-k); FAISS indexes stay on the CPU unless GPU FAISS is
-        installed (then the index is cloned to the GPU)."""
+        (torch matmul top-k; a 'flat_int8' store too, and back to its int8 scan on
+        the CPU); FAISS indexes stay on the CPU unless GPU FAISS is installed (then
+        the index is cloned to the GPU)."""
         self.device = str(device)
         on_gpu = self.device.startswith("cuda")
-        if self.index_type == "flat" and (on_gpu or self.backend == "torch") and \
-                self.embeddings is not None:
+        if self.index_type == "flat_int8" and not on_gpu:
+            self.backend, self._matrix = "onnx", None
+        elif self.embeddings is not None and self.index_type in ("flat", "flat_int8") and (
+                on_gpu or self.backend == "torch"):
             import torch
             self.backend = "torch"
             self._matrix = torch.from_numpy(np.array(self.embeddings)).to(self.device)
@@ -248,7 +253,7 @@ class DenseCandidateStore:
         if not len(self):
             raise BioELError(Errors.E105)
         queries = np.ascontiguousarray(queries, dtype=np.float32)  # (batch, dim)
-        if self.index_type == "flat":
+        if self.index_type == "flat" or self._matrix is not None:
             return self._search_flat(queries, k, allowed, names)
         if self.index_type == "flat_int8":
             # few queries per call: its score matrix and gathered names stay small and cached
@@ -300,17 +305,19 @@ class DenseCandidateStore:
         return out
 
     def _stream_concepts(self, queries: np.ndarray, k: int, allowed) -> List[List[Hit]]:
-        """Exact, in bounded memory: the names are read once per block of queries,
-        in chunks that end at concept boundaries (float16 vectors are converted a
-        chunk at a time), and only each concept's best score is kept."""
+        """Exact, in bounded memory: the names are read once per group of queries
+        (as many as `BEST_BYTES` of per-concept scores hold), in chunks that end at
+        concept boundaries (float16 vectors are converted a chunk at a time, so a
+        group pays one conversion of the names), and only each concept's best
+        score is kept."""
         n_segments = len(self._starts)
         ends = np.r_[self._starts[1:], len(self)]
-        block = int(max(1, min(len(queries), BLOCK_BYTES // (4 * n_segments))))
+        group = int(max(1, min(len(queries), BEST_BYTES // (4 * n_segments))))
         out: List[List[Hit]] = []
-        for first in range(0, len(queries), block):
-            batch = queries[first:first + block]
+        for first in range(0, len(queries), group):
+            batch = queries[first:first + group]
             best = np.empty((len(batch), n_segments), dtype=np.float32)  # (b, n_segments)
-            chunk = CHUNK_ROWS
+            chunk = int(max(CHUNK_ROWS // 8, min(CHUNK_ROWS, BLOCK_BYTES // (4 * len(batch)))))
             segment = 0
             while segment < n_segments:
                 row = int(self._starts[segment])
@@ -319,22 +326,29 @@ class DenseCandidateStore:
                 best[:, segment:last] = np.maximum.reduceat(
                     scores, self._starts[segment:last] - row, axis=1)
                 segment = last
-            masks = allowed[first:first + block] if allowed is not None else None
-            for row, mask in enumerate(masks or []):
-                if mask is not None:
-                    best[row, ~mask[self._segment_owner]] = -np.inf
+            self._exclude(best, allowed[first:first + group] if allowed is not None else None)
             segments, values = top_k(best, k, self._tie_rank[self._segment_owner])
             out.extend([(int(self._segment_owner[s]), -1, float(v))
                          for s, v in zip(seg_row, val_row) if np.isfinite(v)]
                         for seg_row, val_row in zip(segments, values))
         return out
 
+    def _exclude(self, best: np.ndarray, masks: Optional[Sequence[Optional[np.ndarray]]]) -> None:
+        """-inf in `best` (b, n_segments) where a query's mask excludes the concept;
+        the queries that share a mask (one per entity label) are masked together."""
+        shared: Dict[int, Tuple[np.ndarray, List[int]]] = {}
+        for row, mask in enumerate(masks or []):
+            if mask is not None:
+                shared.setdefault(id(mask), (mask, []))[1].append(row)
+        for mask, rows in shared.values():
+            excluded = np.flatnonzero(~mask[self._segment_owner])
+            if len(excluded):
+                best[np.ix_(rows, excluded)] = -np.inf
+
     def _top_by_concepts(self, scores, k: int, masks, names: bool) -> List[List[Hit]]:
         """Exact: the best name of every concept (a segment max), then the top k."""
         best = self._segment_max(scores)  # (b, n_segments) numpy
-        for row, mask in enumerate(masks or []):
-            if mask is not None:
-                best[row, ~mask[self._segment_owner]] = -np.inf
+        self._exclude(best, masks)
         segments, values = top_k(best, k, self._tie_rank[self._segment_owner])  # (b, k)
         rows = self._best_rows(scores, segments) if names else np.full(segments.shape, -1)
         return [[(int(self._segment_owner[s]), int(r), float(v))

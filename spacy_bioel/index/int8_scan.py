@@ -33,7 +33,7 @@ import numpy as np
 from ..encoders.onnx_sessions import new_session, track
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
-QUANTIZE_ROWS = 8192  # names quantised this many at a time (no float32 copy of the index)
+QUANTIZE_ROWS = 1024  # names quantised this many at a time (no float32 copy; 8192 peaked 30 MB higher)
 
 
 def graph_file(dtype: str) -> Path:

@@ -104,10 +104,13 @@ def write_manifest(path: Path) -> None:
     replace_file(path / MANIFEST, lambda p: srsly.write_json(p, {"version": 2, "files": files}))
 
 
-def verify_manifest(path: Path, skip: Iterable[str] = (), required: bool = False) -> None:
+def verify_manifest(path: Path, skip: Iterable[str] = (), required: bool = False,
+                    later: Iterable[str] = ()) -> None:
     """Check every file listed in `manifest.json` (E156 missing, E176 changed, E233
     a changed pipeline file around the component); a directory saved before
-    manifests is not checked (logged), unless `required` (its cfg says it had one: E232)."""
+    manifests is not checked (logged), unless `required` (its cfg says it had one: E232).
+    The files named in `later` are checked by size only: their reader compares
+    the SHA-256 of the bytes it reads (`manifest_digest`, `check_digest`)."""
     if not (path / MANIFEST).exists():
         if required:
             raise BioELError(Errors.E232.format(path=path, manifest=MANIFEST, pipeline=path.parent))
@@ -119,7 +122,7 @@ def verify_manifest(path: Path, skip: Iterable[str] = (), required: bool = False
                    for name, entry in files.items()]
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise damaged(path / MANIFEST, MANIFEST, f"unreadable: {type(err).__name__}: {err}")
-    skip = set(skip)
+    skip, later = set(skip), set(later)
     in_pipeline = (path.parent / "meta.json").is_file()  # not a component folder copied alone
     for name, size, digest in entries:
         outside = name.startswith("../")
@@ -135,7 +138,7 @@ def verify_manifest(path: Path, skip: Iterable[str] = (), required: bool = False
             problem = _meta_problem(target, digest)
         else:
             problem = (f"{target.stat().st_size} bytes, the manifest says {size}"
-                       if target.stat().st_size != size else
+                       if target.stat().st_size != size else None if name in later else
                        "its SHA-256 differs from the manifest's" if sha256_of(target) != digest else None)
         if problem and outside:
             raise BioELError(Errors.E233.format(path=target, problem=problem, pipeline=path.parent))
@@ -151,10 +154,29 @@ def _meta_problem(path: Path, digest: str) -> Optional[str]:
     return None if found == digest else f"its {', '.join(META_KEYS)} differ from the saved ones"
 
 
-def read_saved_cfg(path: Path, skip: Iterable[str] = ()) -> Dict[str, object]:
+def manifest_digest(path: Path, name: str) -> Optional[str]:
+    """The SHA-256 that component folder `path`'s manifest lists for file `name`
+    (None without a manifest or entry: a folder saved before manifests)."""
+    try:
+        entry = srsly.read_json(path / MANIFEST)["files"].get(name)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return str(entry["sha256"]) if isinstance(entry, dict) and "sha256" in entry else None
+
+
+def check_digest(path: Path, part: str, digest: Optional[str], found: str) -> None:
+    """E176 when the SHA-256 `found` of the bytes read from `path` is not the
+    manifest's `digest` (None: nothing to compare)."""
+    if digest is not None and found != digest:
+        raise damaged(path, part, "its SHA-256 differs from the manifest's")
+
+
+def read_saved_cfg(path: Path, skip: Iterable[str] = (), later: Iterable[str] = ()
+                   ) -> Dict[str, object]:
     """The edge of loading a component folder: no link out of it and no special
     file (E231), its `cfg` (E156 missing, E176 not a JSON object), every file the
-    manifest lists verified (E232 when the cfg says it had a manifest and it is gone).
+    manifest lists verified (E232 when the cfg says it had a manifest and it is gone;
+    the files in `later` by size, see `verify_manifest`).
     RETURNS (Dict[str, object]): the saved cfg."""
     check_tree(path)
     if not (path / "cfg").exists():
@@ -167,9 +189,9 @@ def read_saved_cfg(path: Path, skip: Iterable[str] = ()) -> Dict[str, object]:
         if (path / MANIFEST).exists():  # the manifest names the damaged file first
             verify_manifest(path, skip=skip)
         raise damaged(path / "cfg", "cfg", f"not a JSON object: {err}")
-    verify_manifest(path, skip=skip, required=saved.get("manifest") is True)
+    verify_manifest(path, skip=skip, required=saved.get("manifest") is True, later=later)
     return saved
 
 
 __all__ = ["MANIFEST", "write_manifest", "verify_manifest", "pipeline_entries", "read_saved_cfg",
-           "damaged"]
+           "damaged", "manifest_digest", "check_digest"]

@@ -27,7 +27,7 @@ from ..encoders.thinc_biencoder import is_built
 from ..errors import BioELError, Errors, Warnings, warn
 from ..kb.knowledge_base import KnowledgeBase
 from ..files import member, replace_file, unlink_links
-from .integrity import MANIFEST, damaged, read_saved_cfg, write_manifest
+from .integrity import MANIFEST, check_digest, damaged, manifest_digest, read_saved_cfg, write_manifest
 from .settings import CHECKS
 from .state import LinkerState
 from .weights import DeferredModel, check_vocabulary, load_model
@@ -169,7 +169,7 @@ REBUILD_PARTS: ContextVar[frozenset] = ContextVar("bioel_rebuild_parts", default
 def from_disk(linker: Saved, path, exclude: Iterable[str]) -> Saved:
     path = util.ensure_path(path)
     exclude = set(exclude) | REBUILD_PARTS.get()
-    saved = read_saved_cfg(path, skip=exclude)
+    saved = read_saved_cfg(path, skip=exclude, later=("model",))  # its reader checks its digest
     version = saved.get("version", 1)
     if not isinstance(version, int):
         raise damaged(path / "cfg", "cfg", f"version {version!r}")
@@ -221,7 +221,7 @@ def _load_weights(linker: Saved, path: Path, dim: Optional[int], exclude,
     tokenizer_file = path / "encoder" / "tokenizer.json"
     if runtime.has_files and "runtime" not in exclude and (path / "runtime").is_dir() \
             and tokenizer_file.exists():
-        deferred = DeferredModel(path, dim, concept_tower)
+        deferred = DeferredModel(path, dim, concept_tower, manifest_digest(path, "model"))
         check_vocabulary(_vocab_size(tokenizer_file), deferred.vocab_size, path / "encoder")
         try:
             runtime.from_disk(path / "runtime", tokenizer_file,
@@ -234,7 +234,10 @@ def _load_weights(linker: Saved, path: Path, dim: Optional[int], exclude,
         if not runtime.needs_model():
             linker.defer_model(deferred)
             return
-    load_model(linker.model, path, dim, concept_tower=concept_tower)
+    weights = (path / "model").read_bytes()
+    check_digest(path / "model", "model", manifest_digest(path, "model"),
+                 hashlib.sha256(weights).hexdigest())
+    load_model(linker.model, path, dim, weights=weights, concept_tower=concept_tower)
     runtime.invalidate()
     linker.model_changed()
 

@@ -3,9 +3,12 @@
 which predicts from `runtime/mention.onnx` and needs the module only to train,
 refresh its index or datastore, or export again. The deferred weights file is
 held open from loading on (`files.PinnedFile`), so saving the pipeline over its
-own folder, or moving it, loses nothing."""
+own folder, or moving it, loses nothing. Its SHA-256 is compared with the
+manifest's when its bytes are used (built or saved again), not at loading: a
+pipeline served by ONNX never reads them to predict."""
 from __future__ import annotations
 
+import hashlib
 import pickle
 import tempfile
 from pathlib import Path
@@ -16,7 +19,7 @@ from thinc.api import Model
 
 from ..errors import BioELError, Errors
 from ..files import PinnedFile, replace_file
-from .integrity import damaged
+from .integrity import check_digest, damaged
 
 
 def load_model(model: Model, path: Path, dim: Optional[int],
@@ -98,12 +101,16 @@ class DeferredModel:
     path (Path): The component folder.
     dim (Optional[int]): The saved output dimension.
     concept_tower (Optional[Dict[str, str]]): The cfg's base-model reference, if any.
+    digest (Optional[str]): The manifest's SHA-256 of the weights file (E176 when
+        the pinned bytes differ, checked before they are used).
     """
 
     def __init__(self, path: Path, dim: Optional[int],
-                 concept_tower: Optional[Dict[str, str]] = None) -> None:
+                 concept_tower: Optional[Dict[str, str]] = None,
+                 digest: Optional[str] = None) -> None:
         self.path, self.dim, self.concept_tower = Path(path), dim, concept_tower
         self.weights = PinnedFile(self.path / "model")
+        self.digest = digest
         self.encoder_files: Dict[str, bytes] = {
             p.name: p.read_bytes() for p in sorted((self.path / "encoder").iterdir()) if p.is_file()}
         config = srsly.json_loads(self.encoder_files.get("config.json", b"{}"))
@@ -115,12 +122,17 @@ class DeferredModel:
             import transformers  # noqa: F401
         except ImportError as err:
             raise BioELError(Errors.E180.format(why=why, problem=f"{err.name} is not installed"))
+        weights = self.weights.read_bytes()
+        check_digest(self.path / "model", "model", self.digest, hashlib.sha256(weights).hexdigest())
         with tempfile.TemporaryDirectory() as tmp:
             self.save_encoder(Path(tmp))
-            load_model(model, self.path, self.dim, weights=self.weights.read_bytes(),
+            load_model(model, self.path, self.dim, weights=weights,
                        encoder_dir=Path(tmp), concept_tower=self.concept_tower)
 
     def save_weights(self, target: Union[str, Path]) -> None:
+        if self.digest is not None:  # a damaged file is not copied into a new, valid manifest
+            check_digest(self.path / "model", "model", self.digest, self.weights.sha256())
+            self.digest = None  # checked once: the pinned bytes cannot change
         self.weights.copy_to(target)
 
     def save_encoder(self, folder: Union[str, Path]) -> None:

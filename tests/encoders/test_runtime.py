@@ -113,6 +113,29 @@ def test_a_saved_onnx_pipeline_predicts_without_the_torch_module(tiny_bert_dir, 
 
 
 @ONNX_EXTRA
+def test_a_deferred_weights_file_is_checked_when_its_bytes_are_used(tiny_bert_dir, tmp_path):
+    """Served by ONNX, the weights file is not read to predict, so loading checks
+    its size only; its SHA-256 is compared before it is built or copied."""
+    nlp = build(tiny_bert_dir)
+    want = links(nlp)
+    nlp.to_disk(tmp_path / "p")
+    weights = tmp_path / "p" / "bioel_linker" / "model"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0x01  # same size, other bytes
+    weights.write_bytes(bytes(data))
+    loaded = spacy.load(tmp_path / "p")
+    assert links(loaded) == want  # predicting never reads the weights
+    with pytest.raises(BioELError, match="E176") as err:  # not copied into a new manifest
+        loaded.to_disk(tmp_path / "q")
+    assert str(weights) in str(err.value) and "SHA-256" in str(err.value)
+    with pytest.raises(BioELError, match="E176"):
+        spacy.load(tmp_path / "p").get_pipe("bioel_linker").refresh()  # built from them
+    weights.write_bytes(bytes(data[:-1]))  # another size: refused at loading
+    with pytest.raises(BioELError, match="E176"):
+        spacy.load(tmp_path / "p")
+
+
+@ONNX_EXTRA
 def test_a_damaged_onnx_file_is_named(tiny_bert_dir, tmp_path):
     nlp = build(tiny_bert_dir)
     nlp.to_disk(tmp_path / "p")

@@ -113,6 +113,30 @@ def test_masks_and_concepts_without_names(data, dtype):
     assert all(c != len(concept_ids) for row in store.search_names(queries, 300) for c, _, _ in row)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_each_query_keeps_its_own_mask_in_every_group(data, dtype, monkeypatch):
+    """Queries of two labels (two shared masks) and unfiltered ones, in one call
+    split into groups of 4 and name chunks of 8: each gets the exact top-k of
+    the concepts its own mask allows."""
+    names, owners, queries, concept_ids = data
+    stored = names.astype(dtype)
+    store = DenseCandidateStore(concept_ids, 16)
+    store.add(stored, owners)
+    every = np.arange(len(concept_ids))
+    thirds, odd = every % 3 == 0, every % 2 == 1
+    masks = [[thirds, odd, None][i % 3] for i in range(len(queries))]
+    monkeypatch.setattr(dense, "BEST_BYTES", 4 * len(concept_ids) * 4)  # groups of 4 queries
+    monkeypatch.setattr(dense, "CHUNK_ROWS", 64)  # chunks of 8 names at the least
+    monkeypatch.setattr(dense, "BLOCK_BYTES", 4 * 4 * 8)
+    ranked = exact_concepts(queries, stored.astype(np.float32), owners, concept_ids, len(concept_ids))
+    for with_names in (False, True):  # the streaming path and the block path
+        got = store.search_names(queries, 10, allowed=masks, names=with_names)
+        for row, mask, want in zip(got, masks, ranked):
+            allowed = [(cid, score) for cid, score in want if mask is None or mask[int(cid[1:])]][:10]
+            assert [concept_ids[c] for c, _, _ in row] == [cid for cid, _ in allowed]
+            assert [v for _, _, v in row] == pytest.approx([v for _, v in allowed], abs=1e-5)
+
+
 @pytest.mark.parametrize("index_type", ["hnsw", "hnsw_sq8", "ivf_sq8"])
 def test_approximate_recall_against_exact(data, index_type):
     names, owners, queries, concept_ids = data
@@ -167,6 +191,43 @@ def test_flat_int8_scan_re_scored_exactly(data, dtype, monkeypatch):
     store = DenseCandidateStore(["A", "B"], 16, index_type="flat_int8")
     store.add(twins, np.array([0, 1]), tie_rank=np.array([1, 0]))
     assert [c for c, _, _ in store.search_names(twins[:1], 2)[0]] == [1, 0]
+
+
+def test_flat_int8_on_a_gpu_searches_exactly_and_scans_again_on_the_cpu(data):
+    """What `linker.cfg` trains with `--gpu-id 0`: on a GPU the 'flat_int8' store
+    searches by one exact matmul there, back on the CPU by its int8 scan."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    names, owners, queries, concept_ids = data
+    exact_store = DenseCandidateStore(concept_ids, 16)
+    exact_store.add(names, owners)
+    store = DenseCandidateStore(concept_ids, 16, index_type="flat_int8", device="cuda:0")
+    store.add(names, owners)
+    assert store.backend == "torch" and store._matrix.is_cuda
+    want = ids(exact_store.search(queries, 10))
+    assert ids(store.search(queries, 10)) == want
+    store.to_device("cpu")
+    assert store.backend == "onnx" and store._matrix is None
+    assert ids(store.search(queries, 10)) == want
+
+
+def test_a_thread_cap_reopens_the_scan_session_with_it(data):
+    """A corpus-linking worker's share of the cores (`cap_threads`) reaches the
+    int8 scan's ONNX Runtime pool, opened before the cap or after."""
+    from spacy_bioel.encoders import onnx_sessions
+
+    names, owners, queries, concept_ids = data
+    store = DenseCandidateStore(concept_ids, 16, index_type="flat_int8")
+    store.add(names, owners)
+    want = store.search_names(queries, 5)
+    try:
+        onnx_sessions.cap_threads(1)
+        assert store._scan._session is None  # dropped: reopened on its next use
+        assert store.search_names(queries, 5) == want
+        assert store._scan._session.get_session_options().intra_op_num_threads == 1
+    finally:
+        onnx_sessions.cap_threads(0)
 
 
 def test_flat_int8_scan_graphs_are_the_packaged_ones():

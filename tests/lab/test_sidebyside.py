@@ -62,7 +62,8 @@ def test_summary_medians_minimums_and_ratios():
     assert (sci["mentions_per_s_min"], sci["mentions_per_s_median"], sci["load_s"]) == (100, 150, 2)
     assert ours["speed_x_scispacy"] == pytest.approx(500 / 150)
     assert ours["rss_x_scispacy"] == pytest.approx(160 / 310) and ours["build_s"] == 12.0
-    assert "| x1 | 10 | ours | 12.0 | 2.00 | 400 | 500 | 160 | 90.0 | 3.33 | 0.52 |" in \
+    assert ours["start_s"] == 3.0 and ours["start_minus_scispacy_s"] == 0.0  # import + load
+    assert "| x1 | 10 | ours | 12.0 | 2.00 | 3.00 | 400 | 500 | 160 | 90.0 | 3.33 | 0.52 |" in \
         summary_table([{"summary": rows}])
 
 

@@ -23,10 +23,11 @@ def test_spacy_train_linker_config(tiny_bert_dir, tmp_path, config):
     doc = trained(doc)
     assert doc.ents[0].kb_id_ in {"D1", "D2", "D3"}
     assert len(doc.ents[0]._.kb_ents) == 3
-    if config in FAST_DEFAULTS:  # what `train` gives: ONNX int8, float16 names, the shortcut
+    if config in FAST_DEFAULTS:  # what `train` gives: ONNX int8, float16 names, the int8 scan, the shortcut
         assert (tmp_path / "out" / "model-last" / "bioel_linker" / "runtime" / "mention.onnx").is_file()
         assert linker.deferred_model is not None  # predicted without building the PyTorch module
         assert linker.index.store.vectors().dtype == np.float16
+        assert linker.index.store.index_type == "flat_int8"  # searched by the int8 scan
         exact = trained.make_doc("colon cancer")
         exact.ents = [exact.char_span(0, 12, label="Disease")]
         assert trained(exact).ents[0]._.kb_ents == [("D1", 1.0)]
