@@ -192,3 +192,26 @@ def benchmark_index_command(
     table = scale.table(result)
     output.with_suffix(".md").write_text(table, encoding="utf-8")
     typer.echo(table)
+
+
+@app.command("distill-probe")
+def distill_probe(
+    pipeline: Path = typer.Argument(..., help="A saved pipeline whose mention tower is the teacher (separate towers, mean pooling)"),
+    train: Path = typer.Argument(..., help="Training DocBin: its mention texts join the KB's names as distillation texts"),
+    dev: Path = typer.Argument(..., help="Dev DocBin with gold kb_id_: Acc@1 of teacher and student"),
+    layers: str = typer.Option("0,2,4", "--layers", help="The teacher's layers the student keeps, comma-separated"),
+    epochs: float = typer.Option(2.0, "--epochs", help="Passes over the distillation texts"),
+    output: Path = typer.Option(Path("metrics/distill_probe.json"), "--output", help="Result JSON"),
+    verbose: bool = typer.Option(False, "--verbose", "-V"),
+) -> None:
+    """A shallower mention tower distilled from the trained one, scored on dev in memory
+    (issue 45's next lever; nothing is saved)."""
+    setup_logging(verbose)
+    from ..distill_probe import probe
+
+    result = probe(pipeline, train, dev, [int(x) for x in layers.split(",") if x.strip()], epochs)
+    write_json(output, result)
+    typer.echo(f"teacher dev Acc@1 {100 * result['teacher_dev_acc@1']:.2f}, student "
+               f"{100 * result['student_dev_acc@1']:.2f} (layers {result['layers']}); encoding "
+               f"{result['timed_texts']} texts: teacher {result['encode_s_per_tower']['teacher']} s, "
+               f"student {result['encode_s_per_tower']['student']} s")

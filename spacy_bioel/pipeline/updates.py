@@ -33,11 +33,14 @@ logger = logging.getLogger(__name__)
 @dataclass
 class TrainingState:
     """Where training is: optimizer steps, mentions seen in the current epoch,
-    when it started, and spaCy's evaluation frequency (refresh steps)."""
+    when it started, spaCy's evaluation frequency (refresh steps), and the loss
+    summed over the updates since the progress logger last read it."""
     steps: int = 0
     seen_in_epoch: int = 0
     epoch_start: float = 0.0
     eval_frequency: int = 0
+    loss_sum: float = 0.0
+    loss_steps: int = 0
 
 
 def update(linker: "Trainee", examples: List[Example], sgd: Optional[Optimizer],
@@ -62,6 +65,8 @@ def update(linker: "Trainee", examples: List[Example], sgd: Optional[Optimizer],
         train_step(linker.model, linker.loss, batch, linker.index, linker.negatives, linker.fgsm,
                    linker.rng), {})
     losses[linker.name] += value
+    linker.steps.loss_sum += value
+    linker.steps.loss_steps += 1
     for term, term_value in terms.items():
         losses[f"{linker.name}_L{term}"] = losses.get(f"{linker.name}_L{term}", 0.0) + term_value
     state = linker.steps

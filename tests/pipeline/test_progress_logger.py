@@ -1,0 +1,72 @@
+"""The training progress line (`spacy-bioel.ProgressLogger.v1`): due every
+`every_seconds`, it reports the step, the epoch's share of the training mentions,
+the mean loss since the last line, the pace, and the time to the next evaluation
+and to the end, evaluations included at the length the last one took."""
+from types import SimpleNamespace
+
+from spacy_bioel.pipeline.updates import TrainingState
+from spacy_bioel.pipeline.progress_logger import TrainingProgress, duration
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def run_steps(progress, linker, clock, n, seconds=0.5, mentions=10, loss=2.0):
+    lines = []
+    for _ in range(n):
+        clock.now += seconds
+        state = linker.steps
+        state.steps += 1
+        state.seen_in_epoch += mentions
+        state.loss_sum += loss
+        state.loss_steps += 1
+        line = progress.stepped([("bioel_linker", linker)])
+        if line:
+            lines.append((state.steps, line))
+    return lines
+
+
+def test_a_line_is_due_every_interval_and_says_where_training_is():
+    clock = Clock()
+    # 1,000 training mentions, 10 per step: 100 steps an epoch of 50 s; 2 epochs; evaluation every 100 steps
+    linker = SimpleNamespace(steps=TrainingState(epoch_start=0.0, eval_frequency=100),
+                             train_mentions=[("m", "C")] * 1000, epoch_seconds=[])
+    progress = TrainingProgress(10, eval_frequency=100, max_steps=0, max_epochs=2, clock=clock)
+    lines = run_steps(progress, linker, clock, 45)
+    assert [step for step, _ in lines] == [20, 40]  # every 10 s of 0.5 s steps
+    step, line = lines[0]
+    assert line.startswith("bioel_linker: step 20 | epoch 1, 20% of 1,000 mentions | loss 2 (last 20 steps)")
+    assert "2 steps/s" in line
+    assert "next evaluation (step 100) in 40 s" in line
+    # 1.8 epochs left at 100 steps an epoch: 180 steps of 0.5 s (90 s), no evaluation measured yet
+    assert line.endswith("end in 2 min")
+    assert linker.steps.loss_steps == 5  # read and reset at each line: the steps since (41-45)
+
+
+def test_the_end_counts_the_evaluations_at_the_length_of_the_last():
+    clock = Clock()
+    linker = SimpleNamespace(steps=TrainingState(epoch_start=0.0, eval_frequency=100),
+                             train_mentions=[("m", "C")] * 1000, epoch_seconds=[])
+    progress = TrainingProgress(10, eval_frequency=100, max_steps=300, max_epochs=0, patience=50,
+                                clock=clock)
+    run_steps(progress, linker, clock, 99)
+    clock.now += 0.5 + 120.0  # step 100, then its evaluation re-encodes the index: 120 s
+    linker.steps.steps += 1
+    progress.evaluated()
+    assert progress.eval_seconds == 120.0
+    lines = run_steps(progress, linker, clock, 25, loss=1.0)
+    assert [step for step, _ in lines] == [101, 121]  # due at once after the long evaluation step
+    step, line = lines[-1]
+    assert "loss 1 (last 20 steps) | 2 steps/s" in line  # the pace leaves the evaluation out
+    assert "evaluations 2 min each" in line and "end in at most" in line  # patience: at most
+    # 300 - 121 = 179 steps of 0.5 s = 89.5 s, and the evaluations at steps 200 and 300: 240 s
+    assert "end in at most 5 min" in line
+
+
+def test_durations_read_as_a_person_would():
+    assert (duration(42.4), duration(600), duration(9000)) == ("42 s", "10 min", "2.5 h")
