@@ -1,7 +1,7 @@
 """Feasibility probe of a shallower mention tower (issue 45's next lever): a
 student made of some of the trained mention tower's layers, distilled on the
-KB's names and the training mentions (loss 1 - cosine to the teacher's pooled,
-normalised embedding; AdamW, batches of 64), then put in place of the teacher
+KB's names and the training mentions (loss 1 - cosine to the teacher's
+embedding, pooled as the module pools; AdamW, batches of 64), then put in place of the teacher
 in memory (nothing is saved: the saved format keeps one encoder config for both
 towers) and scored on dev like the teacher: Acc@1 of the top candidate, gold
 ids resolved through the KB, the PyTorch runtime, the kNN datastore re-encoded
@@ -39,15 +39,17 @@ def dev_accuracy(nlp: Any, kb: Any, path: Path) -> float:
 
 
 def pooled(model: Any, encoder: Any, texts: Sequence[str]):
-    """Mean-pooled, L2-normalised embeddings of `texts` by `encoder` (a transformer)."""
+    """The embeddings of `texts` by `encoder` (a transformer), pooled and
+    normalised as the linker's module does it (`torch_biencoder.pool`)."""
     import torch
 
-    from spacy_bioel.encoders.thinc_biencoder import tokenize
+    from spacy_bioel.encoders.thinc_biencoder import tokenize, torch_module
+    from spacy_bioel.encoders.torch_biencoder import pool
 
+    module = torch_module(model)
     ids, mask = tokenize(model, list(texts), torch.device("cpu"))
     hidden = encoder(input_ids=ids, attention_mask=mask).last_hidden_state
-    weights = mask.unsqueeze(-1).to(hidden.dtype)
-    return torch.nn.functional.normalize((hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9), dim=-1)
+    return module._normalise(pool(hidden, mask, module.pooling, ids, module.mask_id))
 
 
 def probe(pipeline: Path, train: Path, dev: Path, layers: List[int], epochs: float,
@@ -67,8 +69,8 @@ def probe(pipeline: Path, train: Path, dev: Path, layers: List[int], epochs: flo
     if not isinstance(linker.runtime, TorchRuntime):
         linker.set_stage("runtime", TorchRuntime())
     module = torch_module(linker.model)
-    if module.pooling != "mean" or module.shared:
-        raise SystemExit("the probe handles separate towers with mean pooling only")
+    if module.shared:
+        raise SystemExit("the probe needs separate towers: the concept tower stays the teacher")
     teacher_acc = dev_accuracy(nlp, linker.kb, dev)
     texts = sorted({name for _, name in linker.kb.names()} |
                    {e.text for doc in DocBin().from_disk(train).get_docs(nlp.vocab) for e in doc.ents})

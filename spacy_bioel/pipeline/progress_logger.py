@@ -156,8 +156,9 @@ def progress_logger(every_seconds: float = 60.0, console_output: bool = True,
                 log_table(info)
                 return
             line = progress.stepped(linkers)
-            if line and console_output:
-                print(line, file=stdout, flush=True)
+            if line and console_output:  # the stream spaCy hands its training loggers
+                stdout.write(line + "\n")
+                stdout.flush()
 
         return log_step, finalize
 

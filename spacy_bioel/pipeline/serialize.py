@@ -27,10 +27,10 @@ from ..encoders.thinc_biencoder import is_built
 from ..errors import BioELError, Errors, Warnings, warn
 from ..kb.knowledge_base import KnowledgeBase
 from ..files import member, replace_file, unlink_links
-from .integrity import MANIFEST, check_digest, damaged, manifest_digest, read_saved_cfg, write_manifest
+from .integrity import MANIFEST, damaged, manifest_digest, read_saved_cfg, write_manifest
 from .settings import CHECKS
 from .state import LinkerState
-from .weights import DeferredModel, check_vocabulary, load_model
+from .weights import DeferredModel, check_vocabulary, checked_weights, load_model
 
 logger = logging.getLogger(__name__)
 FORMAT_VERSION = 2
@@ -219,9 +219,10 @@ def _load_weights(linker: Saved, path: Path, dim: Optional[int], exclude,
     concept tower saved by reference comes from its base model (E241)."""
     runtime = linker.runtime
     tokenizer_file = path / "encoder" / "tokenizer.json"
+    digest = manifest_digest(path, "model")  # loading checked its size only
     if runtime.has_files and "runtime" not in exclude and (path / "runtime").is_dir() \
             and tokenizer_file.exists():
-        deferred = DeferredModel(path, dim, concept_tower, manifest_digest(path, "model"))
+        deferred = DeferredModel(path, dim, concept_tower, digest)
         check_vocabulary(_vocab_size(tokenizer_file), deferred.vocab_size, path / "encoder")
         try:
             runtime.from_disk(path / "runtime", tokenizer_file,
@@ -234,9 +235,7 @@ def _load_weights(linker: Saved, path: Path, dim: Optional[int], exclude,
         if not runtime.needs_model():
             linker.defer_model(deferred)
             return
-    weights = (path / "model").read_bytes()
-    check_digest(path / "model", "model", manifest_digest(path, "model"),
-                 hashlib.sha256(weights).hexdigest())
+    weights = checked_weights(path / "model", digest, (path / "model").read_bytes())
     load_model(linker.model, path, dim, weights=weights, concept_tower=concept_tower)
     runtime.invalidate()
     linker.model_changed()

@@ -47,6 +47,13 @@ def load_model(model: Model, path: Path, dim: Optional[int],
                                             config=model.get_dim("nO")))
 
 
+def checked_weights(path: Path, digest: Optional[str], data: bytes) -> bytes:
+    """`data`, the bytes read from the weights file `path`, once their SHA-256 is
+    the manifest's `digest` (E176 otherwise; None: nothing to compare)."""
+    check_digest(path, "model", digest, hashlib.sha256(data).hexdigest())
+    return data
+
+
 def build_module(build: Callable[[Model, Path], None], model: Model, path: Path,
                  encoder_dir: Path) -> None:
     """`build(model, encoder_dir)` (an architecture's `build_from_saved`), a
@@ -122,8 +129,7 @@ class DeferredModel:
             import transformers  # noqa: F401
         except ImportError as err:
             raise BioELError(Errors.E180.format(why=why, problem=f"{err.name} is not installed"))
-        weights = self.weights.read_bytes()
-        check_digest(self.path / "model", "model", self.digest, hashlib.sha256(weights).hexdigest())
+        weights = checked_weights(self.path / "model", self.digest, self.weights.read_bytes())
         with tempfile.TemporaryDirectory() as tmp:
             self.save_encoder(Path(tmp))
             load_model(model, self.path, self.dim, weights=weights,
@@ -142,4 +148,5 @@ class DeferredModel:
             replace_file(folder / name, lambda p, c=content: p.write_bytes(c))
 
 
-__all__ = ["load_model", "build_module", "load_weights", "check_tokenizer", "check_vocabulary", "DeferredModel"]
+__all__ = ["load_model", "build_module", "load_weights", "check_tokenizer", "check_vocabulary", "DeferredModel",
+           "checked_weights"]
