@@ -18,7 +18,8 @@ from .seeds import metric as value_at
 
 # (column label, path into a report)
 COLUMNS: List[Tuple[str, Tuple[str, ...]]] = [
-    ("Acc@1", ("acc@1",)), ("Acc@5", ("acc@5",)),
+    ("Acc@1", ("acc@1",)), ("kb_id_ acc", ("kb_id_acc",)), ("right as NIL", ("right_as_nil",)),
+    ("Acc@5", ("acc@5",)),
     ("refined Acc@1", ("refined", "acc@1")), ("refined Acc@5", ("refined", "acc@5")),
     ("seen Acc@1", ("seen", "acc@1")), ("unseen Acc@1", ("unseen", "acc@1")),
     ("NIL AP", ("nil", "average_precision")), ("NIL P", ("nil", "precision")),

@@ -68,9 +68,11 @@ def test_train_evaluate_package_doors(tmp_path, tiny_bert_dir):
                                                    "test.spacy", "dataset.json"))
     assert srsly.read_json(corpus / "dataset.json")["splits"] == {"train": 3, "dev": 2, "test": 2}
     assert (project / "training" / "ncbi" / "linker" / "model-best" / "config.cfg").is_file()
-    assert "prepare" in first.stdout and "train-linker" in first.stdout
-    again = project_run(project, "train", *common, env=tiny)  # nothing changed: both skipped
-    assert again.stdout.count("Skipping") == 2, again.stdout
+    # `train` ends tuned: the NIL stage calibrated on dev, not the untrained encoder's rule
+    assert (project / "training" / "ncbi" / "linker" / "model-tuned" / "config.cfg").is_file()
+    assert "prepare" in first.stdout and "train-linker" in first.stdout and "tune-linker" in first.stdout
+    again = project_run(project, "train", *common, env=tiny)  # nothing changed: all skipped
+    assert again.stdout.count("Skipping") == 3, again.stdout
     project_run(project, "evaluate", *common, env=tiny)
     report = srsly.read_json(project / "metrics" / "ncbi" / "linker.json")
     assert report["n"] == 2 and 0 <= report["acc@1"] <= 1

@@ -2,7 +2,8 @@
 CLI's, so both print errors and progress the same way."""
 from __future__ import annotations
 
-from typing import List, Optional
+from pathlib import Path
+from typing import Any, List, Optional
 
 import typer
 
@@ -16,6 +17,13 @@ app = typer.Typer(name="bench", add_completion=False, no_args_is_help=True, rich
                        "own commands are 'python -m spacy_bioel'.")
 kb_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Lab knowledge bases.")
 app.add_typer(kb_app, name="kb")
+
+
+def write_report(output: Path, result: Any, table: str) -> None:
+    """`result` as JSON at `output`, its markdown `table` beside it (.md), and the table printed."""
+    write_json(output, result)
+    output.with_suffix(".md").write_text(table, encoding="utf-8")
+    typer.echo(table)
 
 
 def main(argv: Optional[List[str]] = None) -> None:

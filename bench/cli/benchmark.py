@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from ._app import app, load_pipeline, read_docs, setup_logging, split_csv, write_json
+from ._app import app, load_pipeline, read_docs, setup_logging, split_csv, write_json, write_report
 
 
 @app.command("benchmark")
@@ -114,10 +114,7 @@ def side_by_side_command(
     result = side_by_side(systems, read_docs([data]), sizes, as_int("--rounds", rounds, 1),
                           workdir, build=build, threshold=threshold, build_only=build_only or None)
     result.update({"dataset": dataset or data.stem, "data": str(data), "kb": str(kb_path)})
-    write_json(output, result)
-    table = summary_table([result])
-    output.with_suffix(".md").write_text(table, encoding="utf-8")
-    typer.echo(table)
+    write_report(output, result, summary_table([result]))
 
 
 @app.command("side-by-side-table")
@@ -188,10 +185,7 @@ def benchmark_index_command(
                    "concepts": len(names.concept_ids), "pipeline": str(pipeline),
                    "encoding": encoded["record"], "rss_after_kb_mb": logger_rss,
                    "peak_rss_mb": scale.peak_rss_mb(), "seconds": time.perf_counter() - start})
-    write_json(output, result)
-    table = scale.table(result)
-    output.with_suffix(".md").write_text(table, encoding="utf-8")
-    typer.echo(table)
+    write_report(output, result, scale.table(result))
 
 
 @app.command("distill-probe")

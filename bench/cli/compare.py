@@ -1,12 +1,13 @@
-"""`compare A B DATA.spacy --kb KB`: two linkers paired mention by mention."""
+"""`compare A B DATA.spacy --kb KB`: two linkers paired mention by mention; `cross-corpus`:
+linkers on the test sets of other corpora against one KB; `biosyn-protocol`: our protocol and BioSyn's."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 import typer
 
-from ._app import app, read_docs, setup_logging, write_json
+from ._app import app, read_docs, setup_logging, write_json, write_report
 
 
 @app.command("compare")
@@ -53,3 +54,65 @@ def compare(
     markdown = comparison_markdown(result, label_a, label_b)
     output.with_suffix(".md").write_text(markdown, encoding="utf8")
     typer.echo(markdown)
+
+
+@app.command("cross-corpus")
+def cross_corpus(
+    pipelines: List[str] = typer.Argument(..., help="LABEL=PIPELINE per linker; PIPELINE 'untrained' is the base encoder as add_pipe gives it"),
+    kb_path: Path = typer.Option(..., "--kb", help="The one KB every linker links against (.bioelkb)"),
+    tests: List[str] = typer.Option(..., "--test", help="LABEL=TEST.spacy, repeatable"),
+    cache: Optional[Path] = typer.Option(None, "--cache", help="Embedding cache folder (a frozen base concept tower encodes the KB once for all)"),
+    output: Path = typer.Option(Path("metrics/cross_corpus.json"), "--output", help="JSON (a .md beside it)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V"),
+) -> None:
+    """Each linker on each test set against one KB, restaged in memory (issue 46: across corpora)."""
+    from ..cross_corpus import cross_corpus as run, markdown
+
+    setup_logging(verbose)
+
+    def pairs(values: List[str], what: str):
+        out = {}
+        for value in values:
+            label, sep, path = value.partition("=")
+            if not sep or not label or not path:
+                raise typer.BadParameter(f"{value!r}: give LABEL={what}")
+            out[label] = path
+        return out
+
+    result = run(pairs(pipelines, "PIPELINE"), {k: Path(v) for k, v in pairs(tests, "TEST.spacy").items()},
+                 kb_path, cache)
+    write_report(output, result, markdown(result))
+
+
+@app.command("biosyn-protocol")
+def biosyn_protocol(
+    runs: List[str] = typer.Argument(..., help="LABEL=PIPELINE=TEST.spacy per row"),
+    output: Path = typer.Option(Path("metrics/biosyn_protocol.json"), "--output", help="JSON (a .md beside it)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V"),
+) -> None:
+    """Each pipeline on its test set under our protocol and BioSyn's (issue 46: rows
+    comparable with the anchors'; the differences in bench/biosyn_protocol.py)."""
+    import spacy
+
+    from ..biosyn_protocol import both_protocols
+
+    setup_logging(verbose)
+    rows = []
+    for run in runs:
+        parts = run.split("=")
+        if len(parts) != 3 or not all(parts):
+            raise typer.BadParameter(f"{run!r}: give LABEL=PIPELINE=TEST.spacy")
+        label, pipeline, test = parts
+        nlp = spacy.load(pipeline)
+        rows.append({"label": label, "pipeline": pipeline, "test": test,
+                     **both_protocols(nlp, read_docs([Path(test)]))})
+    lines = ["| run | ours: mentions | ours: Acc@1 | ours: kb_id_ acc | BioSyn: queries | BioSyn: Acc@1 | "
+             "BioSyn: Acc@5 | expanded | composites (unsplit) | duplicate queries (kept) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    for row in rows:
+        ours, theirs, counts = row["ours"], row["biosyn"], row["counts"]
+        lines.append(f"| {row['label']} | {ours['n']} | {100 * ours['acc@1']:.2f} | "
+                     f"{100 * ours['kb_id_acc']:.2f} | {theirs['n']} | {100 * theirs['acc@1']:.2f} | "
+                     f"{100 * theirs['acc@5']:.2f} | {counts['expanded']} | "
+                     f"{counts['composites']} ({counts['unsplit_composites']}) | {counts['duplicates']} |")
+    write_report(output, {"rows": rows}, "\n".join(lines) + "\n")

@@ -1,4 +1,5 @@
-"""`table METRICS... --output RESULTS.md`: one results table from many reports."""
+"""`table METRICS... --output RESULTS.md`: one results table from many reports;
+`learning-curve LABEL=LOG.jsonl...`: dev curves of training runs."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +8,7 @@ from typing import List, Optional
 import srsly
 import typer
 
-from ._app import app, setup_logging
+from ._app import app, setup_logging, write_report
 
 
 @app.command("table")
@@ -68,3 +69,36 @@ def seeds_table_command(
     output.write_text(text, encoding="utf-8")
     write_json(output.with_suffix(".json"), {"rows": summary, "baseline": baseline})
     typer.echo(text)
+
+
+@app.command("learning-curve")
+def learning_curve(
+    runs: List[str] = typer.Argument(..., help="LABEL=LOG per run: the JSONL of spaCy's console logger ([training.logger] output_file), or a saved console output of `spacy train` (its table)"),
+    output: Path = typer.Option(Path("metrics/learning_curve.json"), "--output", help="JSON (a .md table and a .png figure are written beside it)"),
+    score: str = typer.Option("bioel_acc@1", "--score", help="The dev score drawn"),
+    epoch_steps: List[str] = typer.Option([], "--epoch-steps", help="LABEL=N: that run's steps per epoch (default: read from its log)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V"),
+) -> None:
+    """Dev score per epoch of `spacy train` runs, on one figure (issue 46)."""
+    setup_logging(verbose)
+    from ..learning_curve import markdown, plot, summarize
+
+    pairs = {}
+    for run in runs:
+        label, sep, path = run.partition("=")
+        if not sep or not label or not path:
+            raise typer.BadParameter(f"{run!r}: give LABEL=LOG.jsonl", param_hint="RUNS")
+        if not Path(path).is_file():
+            raise typer.BadParameter(f"{path}: no such log (train with [training.logger] output_file, or save the console)",
+                                     param_hint="RUNS")
+        pairs[label] = Path(path)
+    steps = {}
+    for item in epoch_steps:
+        label, sep, value = item.partition("=")
+        try:
+            steps[label] = float(value)
+        except ValueError:
+            raise typer.BadParameter(f"{item!r}: give LABEL=N", param_hint="--epoch-steps")
+    summary = summarize(pairs, score, steps)
+    plot(summary, output.with_suffix(".png"))
+    write_report(output, summary, markdown(summary))

@@ -93,6 +93,8 @@ def link(
         stage = find_linker(pipeline).nil
         if stage.threshold is not None and stage.nil_score_from == "probability":
             nil_rule = f"NIL when prob < {1 - stage.threshold:.2f}"
+        elif stage.nil_score_from == "probability" and stage.calibration is None:
+            nil_rule = "not calibrated since training: NIL only without a candidate; `tune` fits it"
         else:
             nil_rule = "NIL by the pipeline's own rule"
     typer.echo(f"KB: {kb.name} ({len(kb)} concepts); linker: {linker}\n")

@@ -9,6 +9,10 @@ Conventions:
   precision is 1 / rank of the first gold concept (0 if absent): MAP = MRR.
 * NIL: gold NIL = kb_id_ 'NIL'; predicted NIL = the linker answered 'NIL'.
   Average precision ranks all mentions by `nil_score`.
+* kb_id_ accuracy scores the answer a user reads (`kb_id_`, NIL included)
+  over linkable mentions, beside Acc@1 (the top candidate, NIL flag ignored);
+  `right_as_nil` is the share of linkable mentions answered NIL although the
+  top candidate is right.
 * An empty subset (e.g. 'unseen' when every test concept is seen in
   training) reports n = 0 and None for each metric, never a fake 0.
 * Bootstrap: percentile 95% intervals over mentions resampled with
@@ -77,8 +81,21 @@ def linking_metrics(records: Sequence[MentionRecord], ks: Sequence[int] = DEFAUL
     ranks = _rank_array(linkable)
     out: Dict[str, object] = {"n": len(linkable)}
     out.update(_point_metrics(ranks, ks, recall_k))
+    out.update(answer_metrics(linkable))
     out["ci95"] = bootstrap_intervals(ranks, ks, recall_k, n_bootstrap, seed)
     return out
+
+
+def answer_metrics(linkable: Sequence[MentionRecord]) -> Dict[str, Optional[float]]:
+    """What a user reads, beside what Acc@1 scores: `kb_id_acc`, the share of
+    linkable mentions whose answer (`kb_id_`, NIL included) is a gold id, and
+    `right_as_nil`, the share whose top candidate is right but whose answer is
+    NIL (a right link the NIL stage threw away). None for an empty subset."""
+    if not linkable:
+        return {"kb_id_acc": None, "right_as_nil": None}
+    right = sum(r.predicted in r.gold for r in linkable)
+    thrown = sum(r.predicted == NIL and r.rank() == 1 for r in linkable)
+    return {"kb_id_acc": right / len(linkable), "right_as_nil": thrown / len(linkable)}
 
 
 def failure_stage(record: MentionRecord) -> str:
@@ -175,6 +192,6 @@ def evaluate_records(records: Sequence[MentionRecord], ks: Sequence[int] = DEFAU
     return report
 
 
-__all__ = ["linking_metrics", "evaluate_records", "nil_metrics", "failure_stages", "failure_stage",
+__all__ = ["linking_metrics", "answer_metrics", "evaluate_records", "nil_metrics", "failure_stages", "failure_stage",
            "frequent_errors",
            "bootstrap_intervals", "average_precision", "DEFAULT_KS", "DEFAULT_RECALL_K"]

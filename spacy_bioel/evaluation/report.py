@@ -32,10 +32,12 @@ def metrics_table(report: Dict, title: Optional[str] = None) -> str:
     if title:
         lines += [f"### {title}", ""]
     recall = _recall_key(report)
-    lines += [f"| subset | n | Acc@1 [95% CI] | Acc@5 | Acc@10 | R@{recall[7:]} | MAP |",
-              "|---|---:|---|---:|---:|---:|---:|"]
+    lines += [f"| subset | n | Acc@1 [95% CI] | kb_id_ acc | right as NIL | Acc@5 | Acc@10 | "
+              f"R@{recall[7:]} | MAP |",
+              "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
     for name, m in rows:
         lines.append(f"| {name} | {m['n']} | {_pct(m.get('acc@1'))}{_ci(m, 'acc@1')} | "
+                     f"{_pct(m.get('kb_id_acc'))} | {_pct(m.get('right_as_nil'))} | "
                      f"{_pct(m.get('acc@5'))} | {_pct(m.get('acc@10'))} | "
                      f"{_pct(m.get(recall))} | {_pct(m.get('map'))} |")
     stages = report.get("failure_stages")
@@ -57,10 +59,10 @@ SUMMARY_COLUMNS = ("dataset", "kb", "linker", "dictionary")
 
 def summary_table(reports: Sequence[Dict]) -> str:
     """Many reports as one results table: one row per (dataset, linker, protocol)."""
-    lines = ["| dataset | KB | linker | dictionary | n | Acc@1 [95% CI] | Acc@5 | Acc@10 | R@k | "
-             "MAP | refined n | refined Acc@1 | refined Acc@5 | seen Acc@1 | unseen Acc@1 | "
-             "NIL F1 | NIL AP |",
-             "|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| dataset | KB | linker | dictionary | n | Acc@1 [95% CI] | kb_id_ acc | right as NIL | "
+             "Acc@5 | Acc@10 | R@k | MAP | refined n | refined Acc@1 | refined Acc@5 | seen Acc@1 | "
+             "unseen Acc@1 | NIL F1 | NIL AP |",
+             "|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in reports:
         meta = r.get("meta", {})
         refined = r.get("refined", {})
@@ -68,6 +70,7 @@ def summary_table(reports: Sequence[Dict]) -> str:
         lines.append(
             f"| {meta.get('dataset', '?')} | {meta.get('kb_name', '?')} | {meta.get('linker', '?')} | "
             f"{meta.get('dictionary', '?')} | {r['n']} | {_pct(r['acc@1'])}{_ci(r, 'acc@1')} | "
+            f"{_pct(r.get('kb_id_acc'))} | {_pct(r.get('right_as_nil'))} | "
             f"{_pct(r['acc@5'])} | {_pct(r['acc@10'])} | {_pct(r.get(_recall_key(r)))} | "
             f"{_pct(r['map'])} | {refined.get('n', '-')} | {_pct(refined.get('acc@1'))} | "
             f"{_pct(refined.get('acc@5'))} | {_pct(r.get('seen', {}).get('acc@1'))} | "

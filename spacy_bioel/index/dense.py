@@ -108,6 +108,7 @@ class DenseCandidateStore:
         self.embeddings: Optional[np.ndarray] = None  # (n_names, dim), float32 or float16
         self._index = None  # FAISS index (approximate types)
         self._scan = None  # the int8 name scan of 'flat_int8' (built on first search)
+        self._int8: Optional[Tuple[np.ndarray, np.ndarray]] = None  # its int8 names and scales
         self._matrix = None  # torch tensor on `device` (torch backend)
         self._starts = np.zeros((0,), dtype=np.int64)  # first row of each concept's names
         self._segment_owner = np.zeros((0,), dtype=np.int64)
@@ -131,7 +132,7 @@ class DenseCandidateStore:
         self._set_owners(owners)
         self.set_tie_rank(tie_rank)
         self.embeddings = embeddings
-        self._index = self._matrix = self._scan = None
+        self._index = self._matrix = self._scan = self._int8 = None
         if self.index_type in FAISS_TYPES:
             self._index = self._build_faiss(embeddings)
         self.to_device(self.device)
@@ -258,9 +259,7 @@ class DenseCandidateStore:
         if self.index_type == "flat_int8":
             # few queries per call: its score matrix and gathered names stay small and cached
             block = int(max(1, min(SCAN_QUERIES, 4 * BLOCK_BYTES // (4 * max(1, len(self))))))
-            return [hit for first in range(0, len(queries), block) for hit in
-                    self._search_approximate(queries[first:first + block], k, expansion,
-                                             None if allowed is None else allowed[first:first + block])]
+            return self._search_approximate(queries, k, expansion, allowed, block)
         return self._search_approximate(queries, k, expansion, allowed)
 
     def _rescore(self, queries: np.ndarray, indices: np.ndarray) -> np.ndarray:
@@ -282,10 +281,29 @@ class DenseCandidateStore:
             if self._scan is None:
                 from .int8_scan import Int8Scan
 
-                self._scan = Int8Scan(self.embeddings)
+                self._scan = Int8Scan(self.embeddings, self.int8_names())
             return self._scan.top(queries, pool)
         indices = self._index.search(queries, pool)[1]
         return indices, self._rescore(queries, indices)
+
+    def int8_names(self) -> Tuple[np.ndarray, np.ndarray]:
+        """RETURNS: the (dim, n_names) int8 names and (n_names,) scales that a
+        'flat_int8' store scans (`int8_scan.quantize_names`), as loaded with the
+        store or quantised once here."""
+        if self._int8 is None:
+            from .int8_scan import quantize_names
+
+            self._int8 = quantize_names(self.vectors())
+        return self._int8
+
+    def set_int8_names(self, weights: np.ndarray, scales: np.ndarray) -> None:
+        """Use saved int8 names (`int8_names` of the same vectors; memory maps)."""
+        if weights.dtype != np.int8 or scales.dtype != np.float32 or \
+                weights.shape != (self.dim, len(self)) or scales.shape != (len(self),):
+            raise ValueError(f"int8 names of shape {weights.shape} ({weights.dtype}) and scales "
+                             f"{scales.shape} ({scales.dtype}), not ({self.dim}, {len(self)}) int8 "
+                             f"and ({len(self)},) float32")
+        self._int8, self._scan = (weights, scales), None
 
     def _search_flat(self, queries: np.ndarray, k: int, allowed, names: bool) -> List[List[Hit]]:
         n_names, k = len(self), min(k, len(self._starts))
@@ -432,20 +450,27 @@ class DenseCandidateStore:
         return np.take_along_axis(rows, values.argmax(axis=2)[..., None], axis=2)[..., 0]
 
     def _search_approximate(self, queries: np.ndarray, k: int, expansion: int,
-                            allowed) -> List[List[Hit]]:
+                            allowed, block: Optional[int] = None) -> List[List[Hit]]:
+        """Propose `k * expansion` names per query (`block` queries per proposal,
+        None: all), keep each concept's best; the queries with fewer than k
+        concepts are proposed again together, with twice the pool (one pass over
+        the names for up to `block` of them, not one per block that had any)."""
         n_names = len(self)
         results: List[Optional[List[Hit]]] = [None] * len(queries)
         pending = np.arange(len(queries))
         pool = min(n_names, max(k * expansion, k))
         while len(pending):
-            indices, scores = self._propose(queries[pending], pool)
-            masks = [allowed[i] for i in pending] if allowed is not None else None
             still = []
-            for query_index, hits in zip(pending, self._best_per_concept(indices, scores, k, masks)):
-                if len(hits) >= k or pool >= n_names:
-                    results[query_index] = hits
-                else:
-                    still.append(query_index)
+            step = block or len(pending)
+            for first in range(0, len(pending), step):
+                part = pending[first:first + step]
+                indices, scores = self._propose(queries[part], pool)
+                masks = [allowed[i] for i in part] if allowed is not None else None
+                for query_index, hits in zip(part, self._best_per_concept(indices, scores, k, masks)):
+                    if len(hits) >= k or pool >= n_names:
+                        results[query_index] = hits
+                    else:
+                        still.append(query_index)
             pending = np.array(still, dtype=np.int64)
             pool = min(n_names, pool * 2)
         return results  # type: ignore[return-value]
@@ -461,16 +486,24 @@ class DenseCandidateStore:
         for row, mask in enumerate(masks or []):
             if mask is not None:
                 keep[row] &= mask[owners[row]]
-        rows = np.repeat(np.arange(batch), pool)[keep.ravel()]
-        names, exact, owners = indices[keep], scores[keep], owners[keep]
-        order = np.lexsort((names, self._tie_rank[owners], -exact, rows))
-        rows, names, exact, owners = rows[order], names[order], exact[order], owners[order]
-        firsts = np.sort(np.unique(rows * len(self.concept_ids) + owners, return_index=True)[1])
-        rows, names, exact, owners = rows[firsts], names[firsts], exact[firsts], owners[firsts]
+        # each row best first (exact score, tie rank, name row), the names left out last
+        order = np.lexsort((indices, self._tie_rank[owners], np.where(keep, -scores, np.inf)), axis=-1)
+        owners, keep = np.take_along_axis(owners, order, 1), np.take_along_axis(keep, order, 1)
+        # a concept's first place in its row: its best name (a mask drops all of its names)
+        grouped = np.argsort(owners, axis=1, kind="stable")
+        sorted_owners = np.take_along_axis(owners, grouped, 1)
+        starts = np.ones(owners.shape, dtype=bool)
+        starts[:, 1:] = sorted_owners[:, 1:] != sorted_owners[:, :-1]
+        first = np.empty_like(starts)
+        np.put_along_axis(first, grouped, starts, 1)
+        best = first & keep
+        best &= np.cumsum(best, axis=1) <= k  # each query's best k concepts
+        rows, places = np.nonzero(best)
+        columns = order[rows, places]
+        hits = list(zip(owners[rows, places].tolist(), indices[rows, columns].tolist(),
+                        scores[rows, columns].tolist()))
         bounds = np.searchsorted(rows, np.arange(batch + 1))
-        return [list(zip(owners[lo:min(hi, lo + k)].tolist(), names[lo:min(hi, lo + k)].tolist(),
-                         exact[lo:min(hi, lo + k)].tolist()))
-                for lo, hi in zip(bounds[:-1], bounds[1:])]
+        return [hits[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 __all__ = ["DenseCandidateStore", "faiss_available", "INDEX_TYPES", "FAISS_TYPES", "BACKENDS", "VECTOR_DTYPES",

@@ -26,7 +26,7 @@ References:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -99,12 +99,15 @@ class Int8Scan:
     vectors (np.ndarray): (n_names, dim) float32 or float16, C-contiguous (a
         memory map is read in chunks to quantise, and shared, not copied, for
         the exact scores).
+    quantized: `quantize_names(vectors)` as saved with the store (memory maps:
+        nothing is quantised at load or first search), or None to quantise here.
     """
 
-    def __init__(self, vectors: np.ndarray) -> None:
+    def __init__(self, vectors: np.ndarray,
+                 quantized: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> None:
         import onnxruntime
 
-        weights, scales = quantize_names(vectors)
+        weights, scales = quantize_names(vectors) if quantized is None else quantized
         stored = np.ascontiguousarray(vectors)
         self.n_names, self.dtype = len(scales), stored.dtype.name
         # the session reads these buffers (it does not copy them): they live as long as it does

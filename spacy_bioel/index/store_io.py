@@ -1,6 +1,9 @@
 """How a dense candidate store is saved and read back (the persistence of
 `dense.DenseCandidateStore`): a folder with `store.json`, `vectors.npy` (read
-by memory map), `owners.npy` and, for approximate types, `faiss.index`; or one
+by memory map), `owners.npy`, for a 'flat_int8' store its int8 names and scales
+(`names_int8.npy` by memory map, `names_scale.npy`: quantised once, when saved;
+a store saved without them quantises on its first search) and, for approximate
+types, `faiss.index`; or one
 msgpack for `to_bytes`. Nothing is encoded or rebuilt when a store loads; a
 file that does not read back is E154 naming it.
 """
@@ -18,9 +21,14 @@ from ..files import replace_file as _replace_file
 from .dense import BACKENDS, FAISS_TYPES, STORE_FORMAT, DenseCandidateStore, faiss_available
 
 
+INT8_NAMES = "names_int8.npy"  # a flat_int8 store's scanned names (int8_scan.quantize_names)
+INT8_SCALES = "names_scale.npy"
+
+
 def save_store(store: DenseCandidateStore, folder: Union[str, Path]) -> None:
-    """Write `store.json`, `vectors.npy` (the embeddings), `owners.npy` and,
-    for approximate types, `faiss.index`, each through a temporary file."""
+    """Write `store.json`, `vectors.npy` (the embeddings), `owners.npy`, the
+    int8 names of a 'flat_int8' store and, for approximate types,
+    `faiss.index`, each through a temporary file."""
     folder = Path(folder)
     if folder.is_file():  # a store saved by an older version (one msgpack file)
         folder.unlink()
@@ -30,6 +38,14 @@ def save_store(store: DenseCandidateStore, folder: Union[str, Path]) -> None:
             "dtype": str(store.vectors().dtype)}
     _replace_file(folder / "vectors.npy", lambda p: _save_npy(p, store.vectors()))
     _replace_file(folder / "owners.npy", lambda p: _save_npy(p, store.owners))
+    if store.index_type == "flat_int8" and len(store):
+        weights, scales = store.int8_names()
+        _replace_file(folder / INT8_NAMES, lambda p: _save_npy(p, weights))
+        _replace_file(folder / INT8_SCALES, lambda p: _save_npy(p, scales))
+    else:
+        for name in (INT8_NAMES, INT8_SCALES):
+            if (folder / name).exists():
+                (folder / name).unlink()
     if store._index is not None:
         import faiss
         index = store._index
@@ -72,6 +88,10 @@ def load_store(folder: Union[str, Path], concept_ids: Sequence[str], *,
             raise ValueError("owners point outside the concepts")
         store._set_owners(owners)
         store.embeddings = vectors
+        if meta["index_type"] == "flat_int8" and (folder / INT8_NAMES).exists():
+            store.set_int8_names(np.load(folder / INT8_NAMES, mmap_mode="r" if mmap else None,
+                                         allow_pickle=False),
+                                 np.load(folder / INT8_SCALES, allow_pickle=False))
         if needs_faiss:
             import faiss
             # read into memory: FAISS's IO_FLAG_MMAP turns inverted lists into on-disk

@@ -30,13 +30,14 @@ import numpy as np
 
 from ..errors import BioELError, Errors
 from ..validation import as_float
-from .threshold import calibrate_nil_threshold
+from .threshold import calibrate_nil_threshold, conservative_threshold
 
 # Fitted once for the untrained embedded MiniLM on BC5CDR-NIL dev (`spacy project run
 # nil-default`; docs/results/stages.md, "NIL out of the box"): the calibration (a, b) and the threshold on
-# nil_score = 1 - p with the best dev NIL F1 (NIL when p < 0.807, i.e. a best cosine below 0.913).
-DEFAULT_CALIBRATION = (13.2047, -10.6192)
-DEFAULT_THRESHOLD = 0.1931
+# nil_score = 1 - p with the best dev NIL F1 among those that answer NIL for at most 2% of the
+# mentions whose top candidate is right (NIL when p < 0.268, i.e. a best cosine below 0.730).
+DEFAULT_CALIBRATION = (13.7425, -11.0328)
+DEFAULT_THRESHOLD = 0.7319
 
 
 def sigmoid(value: float) -> float:
@@ -82,7 +83,7 @@ class ThresholdNIL:
     def set_params(self, **params: Any) -> None:
         """threshold: None or inf (never NIL by score: NIL only without candidates) or a
         number in [0, 1], the range of nil_score (above 1 would silently never be reached);
-        calibration: [a, b], two finite numbers (E175 otherwise)."""
+        calibration: [a, b], two finite numbers (E175 otherwise), or None (uncalibrated)."""
         if "threshold" in params:
             value = params["threshold"]
             if value is None or (isinstance(value, float) and math.isinf(value)):
@@ -90,7 +91,9 @@ class ThresholdNIL:
             else:
                 self.threshold = as_float("nil.threshold", value, 0, 1)
         value = params.get("calibration")
-        if value is not None:
+        if "calibration" in params and value is None:  # uncalibrated (`forget_calibration`, saved so)
+            self.calibration = None
+        elif value is not None:
             if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
                 raise BioELError(Errors.E175.format(name="nil.calibration", value=repr(value)[:80],
                                                     expected="a list [a, b] of two numbers"))
@@ -119,16 +122,29 @@ class ThresholdNIL:
             ) -> Dict[str, Any]:
         """Refit on dev: the calibration always; the threshold for NIL F1 where dev
         has gold NIL, else (v2) the probability 0.5 (NIL when the top candidate is
-        more likely wrong than right). RETURNS (dict): what was fitted and its dev scores."""
+        more likely wrong than right); either way no lower than what answers NIL
+        for at most 2% of the dev mentions whose top candidate is right
+        (`threshold.MAX_RIGHT_AS_NIL`). RETURNS (dict): what was fitted and its dev scores."""
         self.calibration = fit_platt(support, correct)
         nil_scores = [self.decide(s, True)[1] for s in support]
         result: Dict[str, Any] = {"calibration": list(self.calibration)}
         if any(gold_nil):
-            result.update(calibrate_nil_threshold(nil_scores, gold_nil))
-            self.threshold = result["threshold"]
+            result.update(calibrate_nil_threshold(nil_scores, gold_nil, right=correct))
+            self.set_params(threshold=result["threshold"])
+            result["threshold"] = self.threshold  # None: never by score (JSON has no infinity)
         elif self.nil_score_from == "probability":
-            self.threshold = result["threshold"] = 0.5
+            self.threshold = result["threshold"] = conservative_threshold(nil_scores, correct, 0.5)
         return result
+
+    def forget_calibration(self) -> bool:
+        """Training changed the encoder this stage was calibrated for: no
+        probability and NIL only without candidates until `tune` fits it again on
+        dev (a stale calibration throws right links to NIL). Only for the
+        calibrated (v2) stage. RETURNS (bool): whether anything was forgotten."""
+        if self.nil_score_from != "probability" or (self.calibration is None and self.threshold is None):
+            return False
+        self.calibration, self.threshold = None, None
+        return True
 
 
 __all__ = ["ThresholdNIL", "fit_platt", "sigmoid", "DEFAULT_CALIBRATION", "DEFAULT_THRESHOLD"]

@@ -1,4 +1,5 @@
-"""NIL detection by a score threshold chosen on dev to maximise NIL F1.
+"""NIL detection by a score threshold chosen on dev to maximise NIL F1, among
+the thresholds that throw at most 2% of the right links to NIL.
 
 References:
     Wiatrak et al., Proxy-based Zero-Shot Entity Linking by Effective Candidate
@@ -9,7 +10,7 @@ similarity) is at least the threshold, or when it has no candidate at all.
 """
 from __future__ import annotations
 
-from typing import Dict, Sequence
+from typing import Dict, Optional, Sequence
 
 import numpy as np
 
@@ -24,30 +25,74 @@ def nil_f1_at(threshold: float, nil_scores: np.ndarray, gold_nil: np.ndarray) ->
     return {"threshold": float(threshold), "precision": precision, "recall": recall, "f1": f1}
 
 
-def calibrate_nil_threshold(nil_scores: Sequence[float], gold_nil: Sequence[bool]
-                            ) -> Dict[str, float]:
+MAX_RIGHT_AS_NIL = 0.02  # right links a NIL threshold may throw away on dev (share of linkable mentions)
+
+
+def right_as_nil_at(threshold: float, nil_scores: np.ndarray, right: np.ndarray,
+                    gold_nil: np.ndarray) -> float:
+    """The share of linkable mentions whose top candidate is right but whose
+    score reaches `threshold` (a right link answered NIL)."""
+    linkable = int((~gold_nil).sum())
+    return float(np.sum((nil_scores >= threshold) & right & ~gold_nil)) / linkable if linkable else 0.0
+
+
+def calibrate_nil_threshold(nil_scores: Sequence[float], gold_nil: Sequence[bool],
+                            right: Optional[Sequence[bool]] = None,
+                            max_right_as_nil: float = MAX_RIGHT_AS_NIL) -> Dict[str, float]:
     """The threshold that maximises NIL F1 over the observed scores (ties: the
     highest, i.e. the fewest NIL answers), placed halfway to the next lower
     observed score: every value in that gap gives the same dev F1, and the
     middle keeps the decisions when the same mentions are re-encoded with
     float noise (other batches). Without gold NIL the threshold is +inf.
 
-    RETURNS (Dict[str, float]): threshold, precision, recall, f1 on the given data.
+    right: per mention, whether its top candidate is a gold id; given, only
+        thresholds that answer NIL for at most `max_right_as_nil` of the
+        linkable mentions with a right top candidate count (a user reads
+        `kb_id_`: a right link thrown to NIL is lost), +inf when none does.
+    RETURNS (Dict[str, float]): threshold, precision, recall, f1 and
+        right_as_nil on the given data.
     """
     scores = np.asarray(nil_scores, dtype=np.float64)
     gold = np.asarray(gold_nil, dtype=bool)
+    correct = np.zeros(len(scores), dtype=bool) if right is None else np.asarray(right, dtype=bool)
+    never = {"threshold": float("inf"), "precision": 0.0, "recall": 0.0, "f1": 0.0,
+             "right_as_nil": 0.0}
     if not gold.any():
-        return {"threshold": float("inf"), "precision": 0.0, "recall": 0.0, "f1": 0.0}
+        return never
     best, below = None, None
     observed = sorted(set(scores.tolist()), reverse=True)
     for position, threshold in enumerate(observed):
-        result = nil_f1_at(threshold, scores, gold)
+        thrown = right_as_nil_at(threshold, scores, correct, gold)
+        if thrown > max_right_as_nil:
+            break  # lower thresholds answer NIL for more mentions: more right links thrown
+        result = dict(nil_f1_at(threshold, scores, gold), right_as_nil=thrown)
         if best is None or result["f1"] > best["f1"]:
             best = result
             below = observed[position + 1] if position + 1 < len(observed) else None
-    best["threshold"] = (best["threshold"] + below) / 2 if below is not None else \
+    if best is None or best["f1"] == 0.0:
+        return never
+    cut = (best["threshold"] + below) / 2 if below is not None else \
         max(0.0, best["threshold"] - 1e-6)  # nil_score and its thresholds lie in [0, 1]
+    best["threshold"] = cut
     return best  # type: ignore[return-value]
 
 
-__all__ = ["calibrate_nil_threshold", "nil_f1_at"]
+def conservative_threshold(nil_scores: Sequence[float], right: Sequence[bool], floor: float,
+                           max_right_as_nil: float = MAX_RIGHT_AS_NIL) -> float:
+    """Without gold NIL: `floor` (e.g. 0.5, NIL when the top candidate is more
+    likely wrong than right), raised until at most `max_right_as_nil` of the
+    mentions have a right top candidate and a score at or above it."""
+    scores = np.asarray(nil_scores, dtype=np.float64)
+    correct = np.asarray(right, dtype=bool)
+    if not len(scores):
+        return floor
+    allowed = int(np.floor(max_right_as_nil * len(scores)))
+    right_scores = np.sort(scores[correct])[::-1]  # the right ones most likely to be thrown first
+    if len(right_scores) <= allowed:
+        return floor
+    # above the (allowed + 1)-th highest score of a right link: at most `allowed` reach it
+    return float(min(1.0, max(floor, np.nextafter(right_scores[allowed], np.inf))))
+
+
+__all__ = ["calibrate_nil_threshold", "conservative_threshold", "nil_f1_at", "right_as_nil_at",
+           "MAX_RIGHT_AS_NIL"]

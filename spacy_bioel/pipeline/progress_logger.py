@@ -16,8 +16,10 @@ Example line:
 """
 from __future__ import annotations
 
+import json
 import sys
 import time
+from pathlib import Path
 from typing import IO, Any, Callable, Dict, List, Optional, Tuple
 
 from spacy.util import registry
@@ -128,17 +130,17 @@ def training_linkers(nlp: Any) -> List[Tuple[str, Any]]:
 @registry.loggers("spacy-bioel.ProgressLogger.v1")
 def progress_logger(every_seconds: float = 60.0, console_output: bool = True,
                     output_file: Optional[str] = None):
-    """spaCy's ConsoleLogger.v3 table at each evaluation (`console_output`,
-    `output_file` as there), and a progress line every `every_seconds` between
-    evaluations (see the module docstring)."""
+    """spaCy's ConsoleLogger.v3 table at each evaluation (`console_output`),
+    its JSONL in `output_file` flushed at every evaluation (`EvaluationLog`), and
+    a progress line every `every_seconds` between evaluations (see the module docstring)."""
     from spacy.training.loggers import console_logger_v3
 
-    table = console_logger_v3(progress_bar=None, console_output=console_output,
-                              output_file=output_file)
+    table = console_logger_v3(progress_bar=None, console_output=console_output, output_file=None)
 
     def setup(nlp: Any, stdout: IO = sys.stdout, stderr: IO = sys.stderr) -> Tuple[LogStep, Callable]:
-        log_table, finalize = table(nlp, stdout, stderr)
+        log_table, finalize_table = table(nlp, stdout, stderr)
         training = nlp.config.get("training", {})
+        evaluations = EvaluationLog(output_file, training.get("score_weights") or {}, stdout)
 
         def setting(key: str) -> int:
             try:
@@ -154,15 +156,56 @@ def progress_logger(every_seconds: float = 60.0, console_output: bool = True,
             if info is not None:
                 progress.evaluated()
                 log_table(info)
+                evaluations.write(info)
                 return
             line = progress.stepped(linkers)
             if line and console_output:  # the stream spaCy hands its training loggers
                 stdout.write(line + "\n")
                 stdout.flush()
 
+        def finalize() -> None:
+            finalize_table()
+            evaluations.close()
+
         return log_step, finalize
 
     return setup
 
 
-__all__ = ["progress_logger", "TrainingProgress", "training_linkers", "duration"]
+class EvaluationLog:
+    """The JSONL of spaCy's ConsoleLogger.v3 (`output_file`: per evaluation its
+    epoch, step, losses, scores in percent and score), flushed at every line,
+    so that a run stopped before its end keeps its curve (spaCy's own writer
+    flushes at the end). An existing file is left alone, as spaCy does (said once)."""
+
+    def __init__(self, output_file: Optional[str], score_weights: Dict[str, Any], stdout: IO) -> None:
+        self.columns = [column for column, weight in score_weights.items() if weight is not None]
+        self.stream: Optional[IO] = None
+        if output_file:
+            path = Path(output_file)
+            if path.exists():
+                stdout.write(f"Not saving the evaluations: {path} already exists\n")
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self.stream = open(path, "w", encoding="utf-8")
+
+    def write(self, info: Dict[str, Any]) -> None:
+        if self.stream is None:
+            return
+        scores = {}
+        for column in self.columns:
+            value = float(info.get("other_scores", {}).get(column, 0.0) or 0.0)
+            scores[column] = value if column == "speed" else 100 * value
+        record = {"epoch": info["epoch"], "step": info["step"],
+                  "losses": {name: float(value) for name, value in (info.get("losses") or {}).items()},
+                  "scores": scores, "score": float(info["score"])}
+        self.stream.write(json.dumps(record) + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+            self.stream = None
+
+
+__all__ = ["progress_logger", "TrainingProgress", "EvaluationLog", "training_linkers", "duration"]

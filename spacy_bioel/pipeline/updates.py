@@ -5,8 +5,9 @@ is read through `training.hooks.Trainee`; this module does not import it.
 
 After a step the embeddings are stale. The name index is re-encoded at the end
 of an epoch when the concept tower trains (fresh hard negatives, kNN-BioEL
-Sec. 2.2), and everything stale at spaCy's evaluation steps (step %
-[training] eval_frequency == 0). Each step also forgets the prediction path's
+Sec. 2.2), unless spaCy evaluates after the next step, and everything stale at
+spaCy's evaluation steps (step % [training] eval_frequency == 0): an
+eval_frequency of one epoch's steps re-encodes the names once per epoch. Each step also forgets the prediction path's
 cached embeddings and decisions and marks an exported ONNX encoder stale.
 """
 from __future__ import annotations
@@ -56,6 +57,10 @@ def update(linker: "Trainee", examples: List[Example], sgd: Optional[Optimizer],
     if not linker.index.ready:
         raise BioELError(Errors.E168)
     linker.require_model("training")
+    if linker.nil.forget_calibration():
+        logger.warning("%s: the NIL stage's calibration was fitted for the encoder before training: "
+                       "no probability, and NIL only for mentions without candidates, until "
+                       "`python -m spacy_bioel tune PIPELINE DEV.spacy` fits it on dev", linker.name)
     batch = MentionBatch(*(list(column) for column in zip(*mentions)))
     if is_contextual(linker.model):
         batch.spans = training_spans(examples, linker.resolve, linker.cfg["spans_key"])
@@ -89,7 +94,9 @@ def after_step(linker: "Trainee") -> None:
     linker.index.stale = linker.index.stale or concept_tower_trained(linker.model)
     if linker.train_mentions and state.seen_in_epoch >= len(linker.train_mentions):
         state.seen_in_epoch = 0
-        if linker.index.stale:  # hard negatives need it; the datastore waits for evaluation
+        # hard negatives need it; the datastore waits for evaluation. Not when spaCy evaluates
+        # after the next step (eval_frequency = an epoch's steps): that refresh is the epoch's
+        if linker.index.stale and not evaluates_next(state):
             linker.refresh(datastore=False)
         linker.epoch_seconds.append(round(time.perf_counter() - state.epoch_start, 1))
         logger.info("%s: epoch %d took %.1fs (index refresh included)", linker.name,
@@ -100,4 +107,9 @@ def after_step(linker: "Trainee") -> None:
         linker.refresh()
 
 
-__all__ = ["TrainingState", "update", "after_step"]
+def evaluates_next(state: TrainingState) -> bool:
+    """Whether the step after this one is an evaluation step (everything refreshed)."""
+    return bool(state.eval_frequency) and state.steps % state.eval_frequency == 0
+
+
+__all__ = ["TrainingState", "update", "after_step", "evaluates_next"]

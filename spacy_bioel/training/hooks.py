@@ -32,6 +32,7 @@ class Trainee(Protocol):
     fgsm: Any
     biofeg: Any
     runtime: Any
+    nil: Any  # nil.stages.ThresholdNIL
     rng: Any  # numpy Generator of the negatives
     hooks: List["TrainingHook"]
     steps: Any  # updates.TrainingState

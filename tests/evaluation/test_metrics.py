@@ -62,6 +62,22 @@ def test_composite_rank_is_first_of_any_gold_id():
 
 
 # -- linking metrics ---------------------------------------------------------
+def test_kb_id_accuracy_scores_the_answer_and_counts_right_links_thrown_to_nil():
+    """Acc@1 scores the top candidate; kb_id_ accuracy the answer a user reads:
+    a right top candidate answered NIL counts against it (and in right_as_nil),
+    a composite is right with any of its ids, gold NIL mentions are left out."""
+    records = [record(["A"], ["A", "B"]),                 # right, linked
+               record(["B"], ["B", "A"], predicted=NIL),  # right top-1, thrown to NIL
+               record(["C"], ["X", "C"], predicted=NIL),  # wrong top-1, NIL
+               record(["D", "E"], ["E"]),                 # composite: right
+               record([], ["A"], predicted=NIL)]          # gold NIL: not linkable
+    m = linking_metrics(records, n_bootstrap=0)
+    assert m["n"] == 4 and m["acc@1"] == 0.75
+    assert m["kb_id_acc"] == 0.5 and m["right_as_nil"] == 0.25
+    empty = linking_metrics([record([], ["A"])], n_bootstrap=0)
+    assert empty["kb_id_acc"] is None and empty["right_as_nil"] is None
+
+
 def test_linking_metrics_hand_computed(four_records):
     m = linking_metrics(four_records, n_bootstrap=0)
     assert m["n"] == 4
@@ -92,7 +108,7 @@ def test_composite_gold_correct_when_second_id_ranks_first():
 def test_linking_metrics_empty_subset_is_none_not_zero():
     m = linking_metrics([], n_bootstrap=100)
     assert m == {"n": 0, "acc@1": None, "acc@5": None, "acc@10": None, "recall@64": None,
-                 "map": None, "ci95": {}}
+                 "map": None, "kb_id_acc": None, "right_as_nil": None, "ci95": {}}
 
 
 # -- NIL ---------------------------------------------------------------------
@@ -450,7 +466,8 @@ def test_metrics_table_percentages(four_records):
     lines = table.splitlines()
     assert lines[0] == "### NCBI | exact"
     # map = (1 + 1/3 + 0 + 1/7) / 4 = 36.9%
-    assert (f"| all | 4 | 25.0 [{100 * lo:.1f}, {100 * hi:.1f}] | 50.0 | 75.0 | 75.0 | 36.9 |"
+    # the answers: A right, B and D wrong, C NIL (its gold absent): kb_id_ 25%, no right one as NIL
+    assert (f"| all | 4 | 25.0 [{100 * lo:.1f}, {100 * hi:.1f}] | 25.0 | 0.0 | 50.0 | 75.0 | 75.0 | 36.9 |"
             in lines)
     # refined: ranks 1, absent -> 50 / 50 / 50 / 50 / MAP 50
     assert any(line.startswith("| refined | 2 | 50.0 [") and line.endswith("| 50.0 | 50.0 | 50.0 | 50.0 |")
@@ -459,7 +476,7 @@ def test_metrics_table_percentages(four_records):
     assert any(line.startswith("| seen | 2 | 50.0 [") and line.endswith("| 100.0 | 100.0 | 100.0 | 66.7 |")
                for line in lines)
     # unseen: absent, 7 -> 0 / 0 / 50 / 50 / MAP 1/14 = 7.1
-    assert "| unseen | 2 | 0.0 [0.0, 0.0] | 0.0 | 50.0 | 50.0 | 7.1 |" in lines
+    assert "| unseen | 2 | 0.0 [0.0, 0.0] | 0.0 | 0.0 | 0.0 | 50.0 | 50.0 | 7.1 |" in lines
     assert any(line.startswith("| type=Chemical | 1 | 100.0 [100.0, 100.0] |") for line in lines)
     assert any(line.startswith("| type=Disease | 3 | 0.0 [0.0, 0.0] |") for line in lines)
     assert ("Failure stages: correct 1, gold_ranked_too_low 2, gold_not_in_candidates 1, "
@@ -471,7 +488,7 @@ def test_metrics_table_percentages(four_records):
 def test_metrics_table_without_title(four_records):
     table = metrics_table(evaluate_records(four_records, n_bootstrap=0))
     assert table.splitlines()[0].startswith("| subset | n | Acc@1")
-    assert "| all | 4 | 25.0 | 50.0 | 75.0 | 75.0 | 36.9 |" in table.splitlines()
+    assert "| all | 4 | 25.0 | 25.0 | 0.0 | 50.0 | 75.0 | 75.0 | 36.9 |" in table.splitlines()
 
 
 def test_summary_table_rows(four_records):
@@ -484,7 +501,7 @@ def test_summary_table_rows(four_records):
     table = summary_table([report, other])
     lines = table.splitlines()
     assert len(lines) == 4
-    assert lines[2] == ("| ncbi | MEDIC | tfidf | kb+train | 4 | 25.0 | 50.0 | 75.0 | 75.0 | 36.9 | "
-                        "2 | 50.0 | 50.0 | 50.0 | 0.0 | - | - |")
-    assert lines[3] == ("| ? | ? | ? | ? | 1 | 100.0 | 100.0 | 100.0 | 100.0 | 100.0 | - | - | - | "
-                        "- | - | - | - |")
+    assert lines[2] == ("| ncbi | MEDIC | tfidf | kb+train | 4 | 25.0 | 25.0 | 0.0 | 50.0 | 75.0 | 75.0 | "
+                        "36.9 | 2 | 50.0 | 50.0 | 50.0 | 0.0 | - | - |")
+    assert lines[3] == ("| ? | ? | ? | ? | 1 | 100.0 | 100.0 | 0.0 | 100.0 | 100.0 | 100.0 | 100.0 | - | "
+                        "- | - | - | - | - | - |")

@@ -193,6 +193,35 @@ def test_flat_int8_scan_re_scored_exactly(data, dtype, monkeypatch):
     assert [c for c, _, _ in store.search_names(twins[:1], 2)[0]] == [1, 0]
 
 
+def test_flat_int8_proposes_again_the_queries_short_of_k_concepts_together(data, monkeypatch):
+    """A query whose proposed names hold fewer than k concepts is proposed again
+    with twice the pool, together with the others short of k from every scan
+    block of the call (full blocks, not one pass over the names per block):
+    the answers stay the exact store's."""
+    names, owners, queries, concept_ids = data
+    exact_store = DenseCandidateStore(concept_ids, 16)
+    exact_store.add(names, owners)
+    store = DenseCandidateStore(concept_ids, 16, index_type="flat_int8")
+    store.add(names, owners)
+    calls = []
+    propose = store._propose
+
+    def counted(batch, pool):
+        calls.append((len(batch), pool))
+        return propose(batch, pool)
+
+    monkeypatch.setattr(store, "_propose", counted)
+    monkeypatch.setattr(dense, "SCAN_QUERIES", 4)
+    best = [{c: float(row[owners == c].max()) for c in set(owners.tolist())} for row in queries @ names.T]
+    same_up_to_rounding(store.search_names(queries, 40, expansion=1), exact_store.search_names(queries, 40),
+                        best, tolerance=1e-5)
+    pools = sorted({pool for _, pool in calls})
+    assert len(pools) > 1  # 40 names seldom hold 40 concepts: queries were proposed again
+    for pool in pools:
+        sizes = [size for size, p in calls if p == pool]
+        assert all(size == 4 for size in sizes[:-1]) and 1 <= sizes[-1] <= 4, (pool, sizes)
+
+
 def test_flat_int8_on_a_gpu_searches_exactly_and_scans_again_on_the_cpu(data):
     """What `linker.cfg` trains with `--gpu-id 0`: on a GPU the 'flat_int8' store
     searches by one exact matmul there, back on the CPU by its int8 scan."""
@@ -252,11 +281,52 @@ def test_to_disk_loads_by_memory_map(data, tmp_path, index_type, dtype):
     save_store(loaded, tmp_path / "index")  # saved over the files it maps: nothing lost
     again = load_store(tmp_path / "index", concept_ids)
     assert again.search_names(queries, 7) == store.search_names(queries, 7)
+    assert (tmp_path / "index" / "names_int8.npy").exists() == (index_type == "flat_int8")
     if dtype == "float16":  # scores are float32 products of the stored float16 vectors
         want = exact_concepts(queries, names.astype(dtype).astype(np.float32), owners,
                               concept_ids, 7)
         if index_type == "flat":
             assert ids(loaded.search(queries, 7)) == ids(want)
+
+
+def test_flat_int8_names_are_saved_and_never_quantised_at_load(data, tmp_path, monkeypatch):
+    """The int8 names a 'flat_int8' store scans are saved with it and mapped at
+    load: nothing is quantised at load or first search. A store saved without
+    them (an older version) quantises them on its first search; names that do
+    not fit the vectors are E154; another index type saved over the folder
+    removes them."""
+    from spacy_bioel.index import int8_scan
+
+    names, owners, queries, concept_ids = data
+    store = DenseCandidateStore(concept_ids, 16, index_type="flat_int8")
+    store.add(names.astype("float16"), owners)
+    want = store.search_names(queries, 7)
+    save_store(store, tmp_path / "index")
+    weights, scales = int8_scan.quantize_names(names.astype("float16"))
+    assert np.array_equal(np.load(tmp_path / "index" / "names_int8.npy"), weights)
+    assert np.array_equal(np.load(tmp_path / "index" / "names_scale.npy"), scales)
+
+    def refuse(vectors):
+        raise AssertionError("quantised again")
+
+    monkeypatch.setattr(int8_scan, "quantize_names", refuse)
+    loaded = load_store(tmp_path / "index", concept_ids)
+    assert isinstance(loaded.int8_names()[0], np.memmap)
+    assert loaded.search_names(queries, 7) == want
+    monkeypatch.undo()
+    (tmp_path / "index" / "names_int8.npy").unlink()  # saved before the int8 names were
+    (tmp_path / "index" / "names_scale.npy").unlink()
+    assert load_store(tmp_path / "index", concept_ids).search_names(queries, 7) == want
+    np.save(tmp_path / "index" / "names_int8.npy", weights[:, :-1])
+    np.save(tmp_path / "index" / "names_scale.npy", scales[:-1])
+    with pytest.raises(BioELError) as err:
+        load_store(tmp_path / "index", concept_ids)
+    assert err.value.code == "E154" and "int8 names" in str(err.value)
+    flat = DenseCandidateStore(concept_ids, 16)
+    flat.add(names, owners)
+    save_store(flat, tmp_path / "index")
+    assert not (tmp_path / "index" / "names_int8.npy").exists()
+    assert not (tmp_path / "index" / "names_scale.npy").exists()
 
 
 @pytest.mark.parametrize("backend", ["faiss", "torch"])

@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.errors import BioELError, KBFormatError
@@ -25,6 +27,18 @@ def make_kb() -> KnowledgeBase:
 ])
 def test_normalize_text(raw, expected):
     assert normalize_text(raw) == expected
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=24))
+@settings(max_examples=500, deadline=None)
+def test_normalize_text_ascii_path_equals_the_unicode_rule(raw):
+    """ASCII text takes a byte-table path: the same as NFKC + casefold + runs of
+    non-word characters to one space, stripped."""
+    import re
+    import unicodedata
+
+    rule = re.sub(r"[\W_]+", " ", unicodedata.normalize("NFKC", raw).casefold()).strip()
+    assert normalize_text(raw) == rule
 
 
 def test_resolve_alt_ids_and_prefixes():

@@ -57,3 +57,36 @@ def test_fit_sets_calibration_and_threshold():
     assert no_nil.get_params()["calibration"] == list(no_nil.calibration)
     no_nil.set_params(threshold=float("inf"))
     assert no_nil.threshold is None
+
+
+def test_a_stale_calibration_is_forgotten_and_saved_so():
+    """Training changes the encoder a v2 stage was calibrated for: it forgets
+    (no probability, NIL only without candidates) and `set_params` restores
+    that state from what was saved; v1 keeps the threshold a user set."""
+    v2 = ThresholdNIL(0.1931, (13.2, -10.6), nil_score_from="probability")
+    assert v2.decide(0.8, True)[0] is True  # p = sigmoid(-0.04): the untrained rule throws it
+    assert v2.forget_calibration() and not v2.forget_calibration()
+    nil, score, prob = v2.decide(0.8, True)
+    assert nil is False and prob is None and score == pytest.approx(0.2)
+    assert v2.decide(0.8, False)[0] is True  # no candidate: still NIL
+    saved = v2.get_params()
+    again = ThresholdNIL(0.1931, (13.2, -10.6), nil_score_from="probability")
+    again.set_params(**saved)
+    assert again.calibration is None and again.threshold is None
+    v1 = ThresholdNIL(0.3, None, nil_score_from="similarity")
+    assert not v1.forget_calibration() and v1.threshold == 0.3
+
+
+def test_a_fit_that_finds_no_safe_threshold_never_answers_nil_by_score():
+    """Dev's NIL mentions score as its right links do: every threshold that finds
+    one throws right links away, so none is used (and the result is JSON)."""
+    import srsly
+
+    support = [0.6] * 5
+    correct = [False, False, True, True, True]
+    gold_nil = [True, True, False, False, False]
+    v2 = ThresholdNIL(0.5, (1.0, 0.0), nil_score_from="probability")
+    result = v2.fit(support, correct, gold_nil)
+    assert v2.threshold is None and result["threshold"] is None
+    assert v2.decide(0.6, True)[0] is False
+    srsly.json_dumps(result)

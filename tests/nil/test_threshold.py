@@ -23,3 +23,38 @@ def test_calibration_on_a_synthetic_case():
 def test_separable_and_no_nil():
     assert calibrate_nil_threshold([0.9, 0.1], [True, False])["f1"] == 1.0
     assert calibrate_nil_threshold([0.9, 0.1], [False, False])["threshold"] == float("inf")
+
+
+def test_thresholds_that_throw_right_links_to_nil_are_left_out():
+    """NIL F1 is best at 0.55 (every NIL found, but 2 of the 10 linkable
+    mentions' right links thrown away): with at most 2% of them thrown (none
+    here) the threshold stays above every right link's score."""
+    from spacy_bioel.nil.threshold import right_as_nil_at
+
+    scores = [0.9, 0.6, 0.55] + [0.8, 0.7] + [0.3] * 8
+    gold = [True] * 3 + [False] * 10
+    right = [False] * 3 + [True] * 10
+    free = calibrate_nil_threshold(scores, gold, max_right_as_nil=1.0)
+    assert free["threshold"] == pytest.approx((0.55 + 0.3) / 2) and free["f1"] == pytest.approx(0.75)
+    held = calibrate_nil_threshold(scores, gold, right)
+    assert held["threshold"] == pytest.approx(0.85) and held["f1"] == pytest.approx(0.5)
+    assert held["right_as_nil"] == 0.0
+    assert right_as_nil_at(held["threshold"], np.array(scores), np.array(right), np.array(gold)) == 0.0
+    assert right_as_nil_at(free["threshold"], np.array(scores), np.array(right), np.array(gold)) == 0.2
+    # 20% allowed: the F1-best threshold again
+    assert calibrate_nil_threshold(scores, gold, right, max_right_as_nil=0.2)["threshold"] == \
+        pytest.approx(free["threshold"])
+    # the NIL mentions all below the right links: no threshold helps, never NIL by score
+    assert calibrate_nil_threshold([0.1, 0.9], [True, False], [False, True])["threshold"] == float("inf")
+
+
+def test_conservative_threshold_without_gold_nil():
+    from spacy_bioel.nil.threshold import conservative_threshold
+
+    right = [True] * 100
+    scores = np.linspace(0.0, 0.99, 100)  # right links up to nil_score 0.99
+    cut = conservative_threshold(scores, right, floor=0.5)
+    assert np.sum(scores >= cut) <= 2 and cut > 0.96  # at most 2% of them reach it
+    assert conservative_threshold(np.linspace(0.0, 0.4, 100), right, floor=0.5) == 0.5
+    wrong_high = np.r_[np.linspace(0.0, 0.4, 90), np.linspace(0.6, 0.9, 10)]
+    assert conservative_threshold(wrong_high, [True] * 90 + [False] * 10, floor=0.5) == 0.5

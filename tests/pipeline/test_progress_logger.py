@@ -70,3 +70,37 @@ def test_the_end_counts_the_evaluations_at_the_length_of_the_last():
 
 def test_durations_read_as_a_person_would():
     assert (duration(42.4), duration(600), duration(9000)) == ("42 s", "10 min", "2.5 h")
+
+
+def test_evaluations_are_saved_as_spacys_jsonl_and_readable_before_the_end(tmp_path):
+    """`output_file` gets spaCy's ConsoleLogger.v3 lines (scores in percent), each
+    on disk once written: a run stopped before its end keeps its curve; an
+    existing file is left alone."""
+    import io
+    import json
+
+    import spacy
+
+    from spacy_bioel.pipeline.progress_logger import progress_logger
+
+    nlp = spacy.blank("en")
+    nlp.config["training"]["score_weights"] = {"bioel_acc@1": 1.0, "bioel_acc@5": 0.0,
+                                               "nel_micro_p": None}
+    path = tmp_path / "run" / "log.jsonl"
+    out = io.StringIO()
+    log_step, finalize = progress_logger(every_seconds=0, output_file=str(path))(nlp, out, out)
+    info = {"epoch": 0, "step": 40, "losses": {"bioel_linker": 12.5}, "score": 0.81,
+            "other_scores": {"bioel_acc@1": 0.81, "bioel_acc@5": 0.93}}
+    log_step(info)
+    first = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert first == [{"epoch": 0, "step": 40, "losses": {"bioel_linker": 12.5},
+                      "scores": {"bioel_acc@1": 81.0, "bioel_acc@5": 93.0}, "score": 0.81}]
+    log_step(dict(info, step=80))
+    assert len(path.read_text(encoding="utf-8").splitlines()) == 2  # before finalize
+    finalize()
+    again = io.StringIO()
+    log_step, finalize = progress_logger(every_seconds=0, output_file=str(path))(nlp, again, again)
+    log_step(info)
+    finalize()
+    assert "already exists" in again.getvalue()
+    assert len(path.read_text(encoding="utf-8").splitlines()) == 2

@@ -1,0 +1,31 @@
+"""`python -m bench cross-corpus`: a saved linker restaged in memory on another
+KB links a test set against it, beside the untrained encoder on the same KB."""
+from bench.cross_corpus import cross_corpus, markdown
+
+from ..utils import save_linker_pipeline, write_toy_linking_data
+
+
+def test_a_linker_restaged_on_another_kb_links_against_it(tiny_bert_dir, tmp_path, monkeypatch):
+    write_toy_linking_data(tmp_path, nil=False)  # gold D1-D3, kb.bioelkb with D1-D3
+    saved = save_linker_pipeline(tmp_path / "other_kb", tiny_bert_dir, [("X1", "asthma"), ("X2", "gout")])
+    predicted = []
+    from spacy_bioel.evaluation import linkers
+
+    link_records = linkers.link_records
+
+    def spy(nlp, docs, *args, **kwargs):
+        records, reranked = link_records(nlp, docs, *args, **kwargs)
+        predicted.extend(r.candidates[0] for r in records if r.candidates)
+        return records, reranked
+
+    monkeypatch.setattr(linkers, "link_records", spy)
+    result = cross_corpus({"saved": str(saved), "untrained": "untrained"},
+                          {"toy": tmp_path / "data.spacy"}, tmp_path / "kb.bioelkb",
+                          cache=tmp_path / "cache", encoder=str(tiny_bert_dir))
+    assert predicted and set(predicted) <= {"D1", "D2", "D3"}  # the new KB's concepts, not X1/X2
+    saved_row, untrained_row = result["rows"]
+    assert saved_row["test"] == untrained_row["test"] == "toy" and saved_row["n"] == 3
+    # the saved linker is the same untrained encoder: the same answers as the untrained one
+    assert saved_row["acc@1"] == untrained_row["acc@1"]
+    assert any((tmp_path / "cache").rglob("*"))  # the names were encoded into the cache
+    assert "| saved | toy | 3 |" in markdown(result)
