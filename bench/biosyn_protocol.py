@@ -100,7 +100,7 @@ def link_queries(nlp, texts: Sequence[str], label: str = "Disease", batch_size: 
     from spacy_bioel.pipeline.loading import find_linker
 
     linker = find_linker(nlp)
-    attr = linker.cfg.get("kb_ents_attr", "kb_ents") if hasattr(linker, "cfg") else "kb_ents"
+    attr = linker.cfg["kb_ents_attr"]
     distinct = [t for t in dict.fromkeys(texts) if t]
     docs = []
     for text in distinct:

@@ -18,17 +18,7 @@ logger = logging.getLogger(__name__)
 UNTRAINED = "untrained"
 
 
-def untrained_pipeline(encoder: str):
-    """The embedded default as `add_pipe` gives it (the base encoder, no training, no datastore)."""
-    import spacy
-
-    nlp = spacy.blank("en")
-    nlp.add_pipe("bioel_linker", config={
-        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": encoder}})
-    return nlp
-
-
-def restage(nlp, kb, cache: Optional[Path], untrained: bool = False):
+def restage(nlp, kb, cache: Optional[Path]):
     """`nlp`'s linker on `kb`: names encoded by its concept tower (cached), datastore kept."""
     from spacy_bioel.pipeline.loading import find_linker
 
@@ -36,10 +26,7 @@ def restage(nlp, kb, cache: Optional[Path], untrained: bool = False):
     if cache is not None:
         linker.index.embedding_cache = str(cache)
     linker.set_kb(kb)
-    if untrained:
-        nlp.initialize(lambda: [])  # the encoder built, the names encoded
-    else:
-        linker.refresh(force=True)
+    linker.refresh(force=True)
     return nlp
 
 
@@ -48,22 +35,22 @@ def cross_corpus(pipelines: Dict[str, str], tests: Dict[str, Path], kb_path: Pat
                  ) -> Dict[str, object]:
     """Per (pipeline, test set): n, Acc@1, Acc@5, kb_id_ accuracy, right links
     answered NIL. `pipelines` maps a label to a saved pipeline, or to
-    'untrained' for the base encoder."""
+    'untrained' for the base encoder as `add_pipe` gives it."""
     import spacy
 
+    from spacy_bioel.cli._app import read_docs
     from spacy_bioel.evaluation.linkers import link_records
     from spacy_bioel.evaluation.metrics import linking_metrics
     from spacy_bioel.kb.knowledge_base import KnowledgeBase
-    from spacy_bioel.cli._app import read_docs
+    from spacy_bioel.pipeline.loading import untrained_pipeline
 
     kb = KnowledgeBase.from_disk(kb_path)
     rows: List[Dict[str, object]] = []
     for label, path in pipelines.items():
-        nlp = untrained_pipeline(encoder) if path == UNTRAINED else spacy.load(path)
-        restage(nlp, kb, cache, untrained=path == UNTRAINED)
+        nlp = untrained_pipeline(kb, encoder, None if cache is None else str(cache)) \
+            if path == UNTRAINED else restage(spacy.load(path), kb, cache)
         for test_label, test_path in tests.items():
-            docs = read_docs([test_path])
-            records = link_records(nlp, docs)[0]
+            records = link_records(nlp, read_docs([test_path]))[0]
             metrics = linking_metrics(records, n_bootstrap=0)
             rows.append({"linker": label, "pipeline": str(path), "test": test_label,
                          **{key: metrics[key] for key in ("n", "acc@1", "acc@5", "kb_id_acc",
@@ -83,4 +70,4 @@ def markdown(result: Dict[str, object]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["cross_corpus", "restage", "untrained_pipeline", "markdown", "UNTRAINED"]
+__all__ = ["cross_corpus", "restage", "markdown", "UNTRAINED"]

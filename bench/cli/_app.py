@@ -3,7 +3,7 @@ CLI's, so both print errors and progress the same way."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 import typer
 
@@ -17,6 +17,17 @@ app = typer.Typer(name="bench", add_completion=False, no_args_is_help=True, rich
                        "own commands are 'python -m spacy_bioel'.")
 kb_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Lab knowledge bases.")
 app.add_typer(kb_app, name="kb")
+
+
+def labelled(values: List[str], what: str, hint: str) -> Dict[str, str]:
+    """LABEL=VALUE arguments as {LABEL: VALUE}; BadParameter names a malformed one."""
+    out = {}
+    for value in values:
+        label, sep, rest = value.partition("=")
+        if not sep or not label or not rest:
+            raise typer.BadParameter(f"{value!r}: give LABEL={what}", param_hint=hint)
+        out[label] = rest
+    return out
 
 
 def write_report(output: Path, result: Any, table: str) -> None:

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from ._app import app, read_docs, setup_logging, write_json, write_report
+from ._app import app, labelled, load_pipeline, read_docs, setup_logging, write_json, write_report
 
 
 @app.command("compare")
@@ -69,18 +69,8 @@ def cross_corpus(
     from ..cross_corpus import cross_corpus as run, markdown
 
     setup_logging(verbose)
-
-    def pairs(values: List[str], what: str):
-        out = {}
-        for value in values:
-            label, sep, path = value.partition("=")
-            if not sep or not label or not path:
-                raise typer.BadParameter(f"{value!r}: give LABEL={what}")
-            out[label] = path
-        return out
-
-    result = run(pairs(pipelines, "PIPELINE"), {k: Path(v) for k, v in pairs(tests, "TEST.spacy").items()},
-                 kb_path, cache)
+    tested = {label: Path(path) for label, path in labelled(tests, "TEST.spacy", "--test").items()}
+    result = run(labelled(pipelines, "PIPELINE", "PIPELINES"), tested, kb_path, cache)
     write_report(output, result, markdown(result))
 
 
@@ -92,8 +82,6 @@ def biosyn_protocol(
 ) -> None:
     """Each pipeline on its test set under our protocol and BioSyn's (issue 46: rows
     comparable with the anchors'; the differences in bench/biosyn_protocol.py)."""
-    import spacy
-
     from ..biosyn_protocol import both_protocols
 
     setup_logging(verbose)
@@ -103,7 +91,7 @@ def biosyn_protocol(
         if len(parts) != 3 or not all(parts):
             raise typer.BadParameter(f"{run!r}: give LABEL=PIPELINE=TEST.spacy")
         label, pipeline, test = parts
-        nlp = spacy.load(pipeline)
+        nlp = load_pipeline(Path(pipeline))
         rows.append({"label": label, "pipeline": pipeline, "test": test,
                      **both_protocols(nlp, read_docs([Path(test)]))})
     lines = ["| run | ours: mentions | ours: Acc@1 | ours: kb_id_ acc | BioSyn: queries | BioSyn: Acc@1 | "

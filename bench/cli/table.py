@@ -8,7 +8,7 @@ from typing import List, Optional
 import srsly
 import typer
 
-from ._app import app, setup_logging, write_report
+from ._app import app, labelled, setup_logging, write_report
 
 
 @app.command("table")
@@ -83,22 +83,16 @@ def learning_curve(
     setup_logging(verbose)
     from ..learning_curve import markdown, plot, summarize
 
-    pairs = {}
-    for run in runs:
-        label, sep, path = run.partition("=")
-        if not sep or not label or not path:
-            raise typer.BadParameter(f"{run!r}: give LABEL=LOG.jsonl", param_hint="RUNS")
-        if not Path(path).is_file():
-            raise typer.BadParameter(f"{path}: no such log (train with [training.logger] output_file, or save the console)",
-                                     param_hint="RUNS")
-        pairs[label] = Path(path)
-    steps = {}
-    for item in epoch_steps:
-        label, sep, value = item.partition("=")
-        try:
-            steps[label] = float(value)
-        except ValueError:
-            raise typer.BadParameter(f"{item!r}: give LABEL=N", param_hint="--epoch-steps")
+    pairs = {label: Path(path) for label, path in labelled(runs, "LOG.jsonl", "RUNS").items()}
+    for path in pairs.values():
+        if not path.is_file():
+            raise typer.BadParameter(f"{path}: no such log (train with [training.logger] output_file, "
+                                     "or save the console)", param_hint="RUNS")
+    try:
+        steps = {label: float(n) for label, n in labelled(epoch_steps, "N", "--epoch-steps").items()}
+    except ValueError as err:
+        raise typer.BadParameter(f"{epoch_steps}: give LABEL=N, N a number ({err})",
+                                 param_hint="--epoch-steps")
     summary = summarize(pairs, score, steps)
     plot(summary, output.with_suffix(".png"))
     write_report(output, summary, markdown(summary))

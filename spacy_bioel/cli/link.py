@@ -80,11 +80,9 @@ def link(
                 raise_without_finder(pipeline, text)
                 doc = pipeline.make_doc(plain)
         else:
-            pipeline = spacy.blank("en")
-            pipe = pipeline.add_pipe("bioel_linker", config={
-                "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": encoder}})
-            pipe.set_kb(kb)
-            pipeline.initialize(lambda: [])
+            from ..pipeline.loading import untrained_pipeline
+
+            pipeline = untrained_pipeline(kb, encoder)
         doc = pipeline(doc)
         if not doc.ents:  # only where the pipeline's own NER looked for them
             raise BioELError(Errors.E198.format(text=preview(text),

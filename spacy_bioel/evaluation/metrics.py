@@ -81,20 +81,22 @@ def linking_metrics(records: Sequence[MentionRecord], ks: Sequence[int] = DEFAUL
     ranks = _rank_array(linkable)
     out: Dict[str, object] = {"n": len(linkable)}
     out.update(_point_metrics(ranks, ks, recall_k))
-    out.update(answer_metrics(linkable))
+    out.update(answer_metrics(linkable, ranks))
     out["ci95"] = bootstrap_intervals(ranks, ks, recall_k, n_bootstrap, seed)
     return out
 
 
-def answer_metrics(linkable: Sequence[MentionRecord]) -> Dict[str, Optional[float]]:
+def answer_metrics(linkable: Sequence[MentionRecord], ranks: np.ndarray
+                   ) -> Dict[str, Optional[float]]:
     """What a user reads, beside what Acc@1 scores: `kb_id_acc`, the share of
     linkable mentions whose answer (`kb_id_`, NIL included) is a gold id, and
-    `right_as_nil`, the share whose top candidate is right but whose answer is
-    NIL (a right link the NIL stage threw away). None for an empty subset."""
+    `right_as_nil`, the share whose top candidate is right (`ranks`, from
+    `_rank_array`, is 1) but whose answer is NIL (a right link the NIL stage
+    threw away). None for an empty subset."""
     if not linkable:
         return {"kb_id_acc": None, "right_as_nil": None}
     right = sum(r.predicted in r.gold for r in linkable)
-    thrown = sum(r.predicted == NIL and r.rank() == 1 for r in linkable)
+    thrown = sum(r.predicted == NIL and rank == 1 for r, rank in zip(linkable, ranks))
     return {"kb_id_acc": right / len(linkable), "right_as_nil": thrown / len(linkable)}
 
 

@@ -22,6 +22,23 @@ def find_linker(nlp: Language, name: Optional[str] = None) -> BioELLinker:
 
 
 
+def untrained_pipeline(kb: KnowledgeBase, encoder: str, embedding_cache: Optional[str] = None
+                       ) -> Language:
+    """A blank English pipeline whose untrained bioel_linker on `encoder` links
+    against `kb`, initialized (every name encoded; through `embedding_cache`, a
+    folder, when given): what `link` uses without a trained pipeline."""
+    import spacy
+
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("bioel_linker", config={
+        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": encoder}})
+    if embedding_cache is not None:
+        linker.index.embedding_cache = embedding_cache
+    linker.set_kb(kb)
+    nlp.initialize(lambda: [])
+    return nlp
+
+
 def load_pipeline(path: Union[str, Path]) -> Language:
     """spacy.load, with E240 for a config.cfg or meta.json that does not parse and
     E231 for a folder holding a link out of it or a special file.
@@ -121,5 +138,5 @@ def upstream_annotated(nlp: Language, linker: BioELLinker, docs: List[Doc]) -> L
         return list(nlp.pipe(docs))
 
 
-__all__ = ["find_linker", "load_pipeline", "load_with_config", "repair_pipeline",
+__all__ = ["find_linker", "load_pipeline", "untrained_pipeline", "load_with_config", "repair_pipeline",
            "upstream_annotated", "mention_finders", "NER_COMPONENTS"]

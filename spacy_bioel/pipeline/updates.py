@@ -7,8 +7,9 @@ After a step the embeddings are stale. The name index is re-encoded at the end
 of an epoch when the concept tower trains (fresh hard negatives, kNN-BioEL
 Sec. 2.2), unless spaCy evaluates after the next step, and everything stale at
 spaCy's evaluation steps (step % [training] eval_frequency == 0): an
-eval_frequency of one epoch's steps re-encodes the names once per epoch. Each step also forgets the prediction path's
-cached embeddings and decisions and marks an exported ONNX encoder stale.
+eval_frequency of one epoch's steps re-encodes the names once per epoch. Each
+step also forgets the prediction path's cached embeddings and decisions and
+marks an exported ONNX encoder stale.
 """
 from __future__ import annotations
 
@@ -70,11 +71,11 @@ def update(linker: "Trainee", examples: List[Example], sgd: Optional[Optimizer],
         train_step(linker.model, linker.loss, batch, linker.index, linker.negatives, linker.fgsm,
                    linker.rng), {})
     losses[linker.name] += value
-    linker.steps.loss_sum += value
-    linker.steps.loss_steps += 1
+    state = linker.steps
+    state.loss_sum += value
+    state.loss_steps += 1
     for term, term_value in terms.items():
         losses[f"{linker.name}_L{term}"] = losses.get(f"{linker.name}_L{term}", 0.0) + term_value
-    state = linker.steps
     if state.seen_in_epoch == 0:
         state.epoch_start = time.perf_counter()
     state.seen_in_epoch += len(mentions)
