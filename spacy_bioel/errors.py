@@ -175,8 +175,9 @@ class Errors(metaclass=ErrorsWithCodes):
     E151 = ("Unknown pooling '{pooling}' or similarity '{similarity}'. Use pooling 'cls' or "
             "'mean' and similarity 'cosine' or 'dot'.")
     E152 = ("Unsupported candidate store: index_type '{index_type}' with backend '{backend}'. "
-            "index_type is flat | hnsw | ivfpq (hnsw and ivfpq need faiss); backend is "
-            "auto | faiss | torch.")
+            "index_type is flat | int8 | flat_int8 | hnsw | ivfpq | hnsw_sq8 | ivf_sq8 (the "
+            "last four need faiss; int8 and flat_int8 search with ONNX Runtime on a CPU, not "
+            "with backend torch); backend is auto | faiss | torch | numpy.")
     E153 = ("Embeddings of shape {shape} do not fit a store of dimension {dim} with "
             "{n_owners} owners. Pass one (dim)-row per name and one owner per row.")
     E154 = ("The candidate index {path} is corrupted or incomplete ({problem}). Rebuild it: "

@@ -34,6 +34,7 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..kb.normalize import normalize_text
 from ..validation import as_bool, as_float
 from .name_index import NameIndex
+from .names import KeyLookup
 
 Candidate = Tuple[int, float, float]  # (concept index, retrieval score, similarity)
 Masks = Optional[Sequence[Optional[np.ndarray]]]
@@ -92,16 +93,10 @@ class ExactCandidates:
     name = "exact"
 
     def __init__(self) -> None:
-        self.lookup: Dict[str, List[int]] = {}
+        self.lookup = KeyLookup([], [])
 
     def initialize(self, kb: KnowledgeBase, index: NameIndex) -> None:
-        self.lookup = {}
-        for owner, key in zip(index.names.owners.tolist(), index.names.keys):
-            concepts = self.lookup.get(key)
-            if concepts is None:
-                self.lookup[key] = [owner]
-            elif owner not in concepts:
-                concepts.append(owner)
+        self.lookup = KeyLookup(index.names.keys, index.names.owners.tolist())
 
     def __call__(self, mentions: Sequence[str], queries: np.ndarray, index: NameIndex, k: int,
                  masks: Masks = None) -> List[List[Candidate]]:

@@ -7,9 +7,11 @@ loaded from disk) and searches them in one of three ways:
 - flat (exact, the default): the scores of every name are computed in blocks
   of queries (numpy BLAS on the CPU, a torch matmul on a GPU), reduced to the
   best name per concept, and the top-k concepts taken, in one pass;
-- 'flat_int8': every name scored in int8 by ONNX Runtime (`int8_scan`), the
-  best `k * expansion` names proposed and re-scored exactly as below (no FAISS;
-  the default of the configs that train on a CPU; on a GPU it searches as 'flat');
+- 'int8': every name scored in int8 by ONNX Runtime (`int8_scan`), the best
+  `k * expansion` names proposed with the scan's scores (no FAISS, and the
+  stored vectors are not read to search: the default of the configs; on a GPU
+  it searches as 'flat');
+- 'flat_int8': the same scan, the proposed names re-scored exactly as below;
 - approximate (FAISS): 'hnsw' (fp32 graph), 'hnsw_sq8' (graph over 8-bit
   vectors), 'ivf_sq8' (inverted lists of 8-bit vectors) and 'ivfpq' propose
   names, which are then re-scored exactly from the stored embeddings; the pool
@@ -43,7 +45,8 @@ from ..errors import BioELError, Errors
 from .names import top_k
 
 logger = logging.getLogger(__name__)
-INDEX_TYPES = ("flat", "flat_int8", "hnsw", "ivfpq", "hnsw_sq8", "ivf_sq8")
+INDEX_TYPES = ("flat", "int8", "flat_int8", "hnsw", "ivfpq", "hnsw_sq8", "ivf_sq8")
+INT8_TYPES = ("int8", "flat_int8")  # searched by the int8 scan (`int8_scan`) on a CPU
 FAISS_TYPES = ("hnsw", "ivfpq", "hnsw_sq8", "ivf_sq8")
 BACKENDS = ("auto", "faiss", "torch", "numpy")
 VECTOR_DTYPES = ("float32", "float16")
@@ -51,7 +54,7 @@ STORE_FORMAT = 3
 BLOCK_BYTES = 8 * 2 ** 20  # scores computed per block of queries (flat search): bounds the peak memory
 BEST_BYTES = 16 * 2 ** 20  # per-concept best scores of the queries that share one pass over the names
 CHUNK_ROWS = 8192  # float16 vectors converted to float32 this many rows at a time
-SCAN_QUERIES = 32  # queries per int8 scan call (flat_int8; 32 ran faster than 114 on MEDIC)
+SCAN_QUERIES = 32  # queries per int8 scan call (int8 types; 32 ran faster than 114 on MEDIC)
 RESCORE_ROWS = 8192  # proposed names gathered per step when re-scoring (approximate search)
 Hit = Tuple[int, int, float]  # (concept index, name index, score)
 
@@ -69,7 +72,7 @@ class DenseCandidateStore:
 
     concept_ids (Sequence[str]): Concepts, indexed by `owners`.
     dim (int): Embedding size.
-    index_type (str): 'flat' (exact, default), 'flat_int8', 'hnsw', 'hnsw_sq8', 'ivf_sq8' or 'ivfpq'.
+    index_type (str): 'flat' (exact, default), 'int8', 'flat_int8', 'hnsw', 'hnsw_sq8', 'ivf_sq8' or 'ivfpq'.
     backend (str): 'auto'; a flat store searches with numpy on a CPU ('faiss' and
         'numpy' alike) and with torch on a GPU or when 'torch' is asked for;
         approximate indexes need FAISS (E177 without it).
@@ -87,7 +90,7 @@ class DenseCandidateStore:
         on_gpu = str(device).startswith("cuda")
         if index_type == "flat":  # exact search is one BLAS matmul: FAISS adds nothing
             backend = "torch" if on_gpu or backend == "torch" else "numpy"
-        elif index_type == "flat_int8":  # ONNX Runtime's int8 scan, re-scored with numpy
+        elif index_type in INT8_TYPES:  # ONNX Runtime's int8 scan
             if backend == "torch":
                 raise BioELError(Errors.E152.format(index_type=index_type, backend=backend))
             backend = "onnx"
@@ -107,7 +110,7 @@ class DenseCandidateStore:
         self.owners = np.zeros((0,), dtype=np.int64)
         self.embeddings: Optional[np.ndarray] = None  # (n_names, dim), float32 or float16
         self._index = None  # FAISS index (approximate types)
-        self._scan = None  # the int8 name scan of 'flat_int8' (built on first search)
+        self._scan = None  # the int8 name scan of the int8 types (built on first search)
         self._int8: Optional[Tuple[np.ndarray, np.ndarray]] = None  # its int8 names and scales
         self._matrix = None  # torch tensor on `device` (torch backend)
         self._starts = np.zeros((0,), dtype=np.int64)  # first row of each concept's names
@@ -202,14 +205,14 @@ class DenseCandidateStore:
 
     def to_device(self, device: str) -> None:
         """Search on `device`: a flat store on 'cuda:N' moves its embeddings there
-        (torch matmul top-k; a 'flat_int8' store too, and back to its int8 scan on
+        (torch matmul top-k; an int8 store too, and back to its int8 scan on
         the CPU); FAISS indexes stay on the CPU unless GPU FAISS is installed (then
         the index is cloned to the GPU)."""
         self.device = str(device)
         on_gpu = self.device.startswith("cuda")
-        if self.index_type == "flat_int8" and not on_gpu:
+        if self.index_type in INT8_TYPES and not on_gpu:
             self.backend, self._matrix = "onnx", None
-        elif self.embeddings is not None and self.index_type in ("flat", "flat_int8") and (
+        elif self.embeddings is not None and self.index_type in ("flat",) + INT8_TYPES and (
                 on_gpu or self.backend == "torch"):
             import torch
             self.backend = "torch"
@@ -256,7 +259,7 @@ class DenseCandidateStore:
         queries = np.ascontiguousarray(queries, dtype=np.float32)  # (batch, dim)
         if self.index_type == "flat" or self._matrix is not None:
             return self._search_flat(queries, k, allowed, names)
-        if self.index_type == "flat_int8":
+        if self.index_type in INT8_TYPES:
             # few queries per call: its score matrix and gathered names stay small and cached
             block = int(max(1, min(SCAN_QUERIES, 4 * BLOCK_BYTES // (4 * max(1, len(self))))))
             return self._search_approximate(queries, k, expansion, allowed, block)
@@ -276,19 +279,21 @@ class DenseCandidateStore:
 
     def _propose(self, queries: np.ndarray, pool: int) -> Tuple[np.ndarray, np.ndarray]:
         """(batch, pool) name rows proposed by the approximate search (-1: none)
-        and their exact scores (the int8 scan computes them in its graph)."""
-        if self.index_type == "flat_int8":
+        and their scores: exact, or the int8 scan's for 'int8' (the scan's graph
+        computes both)."""
+        if self.index_type in INT8_TYPES:
             if self._scan is None:
                 from .int8_scan import Int8Scan
 
-                self._scan = Int8Scan(self.embeddings, self.int8_names())
+                self._scan = Int8Scan(self.embeddings, self.int8_names(),
+                                      rescore=self.index_type == "flat_int8")
             return self._scan.top(queries, pool)
         indices = self._index.search(queries, pool)[1]
         return indices, self._rescore(queries, indices)
 
     def int8_names(self) -> Tuple[np.ndarray, np.ndarray]:
         """RETURNS: the (dim, n_names) int8 names and (n_names,) scales that a
-        'flat_int8' store scans (`int8_scan.quantize_names`), as loaded with the
+        store of an int8 type scans (`int8_scan.quantize_names`), as loaded with the
         store or quantised once here."""
         if self._int8 is None:
             from .int8_scan import quantize_names
@@ -506,5 +511,5 @@ class DenseCandidateStore:
         return [hits[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
-__all__ = ["DenseCandidateStore", "faiss_available", "INDEX_TYPES", "FAISS_TYPES", "BACKENDS", "VECTOR_DTYPES",
+__all__ = ["DenseCandidateStore", "faiss_available", "INDEX_TYPES", "INT8_TYPES", "FAISS_TYPES", "BACKENDS", "VECTOR_DTYPES",
            "STORE_FORMAT"]

@@ -49,8 +49,8 @@ ENCODE_CHUNK = 65536  # names encoded per call of `encode` during a refresh
 class NameIndex:
     """Name embeddings and the dense store over them.
 
-    index_type (str): 'flat' (exact), 'flat_int8' (an int8 scan, re-scored), 'hnsw', 'hnsw_sq8', 'ivf_sq8' or 'ivfpq'
-        (see `DenseCandidateStore`).
+    index_type (str): 'flat' (exact), 'int8' (an int8 scan), 'flat_int8' (an int8 scan,
+        re-scored), 'hnsw', 'hnsw_sq8', 'ivf_sq8' or 'ivfpq' (see `DenseCandidateStore`).
     backend (str): 'auto', 'faiss', 'torch' or 'numpy'.
     embedding_cache (Optional[str]): Folder for a frozen (or not yet trained) concept
         tower's embeddings; 'auto' is the user's cache folder (`cache_folder`).

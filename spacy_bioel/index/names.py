@@ -3,6 +3,7 @@ concept, built from a KB plus optional extra names (train/dev mention strings
 under BioSyn's dictionary protocol)."""
 from __future__ import annotations
 
+from collections import Counter
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -90,6 +91,42 @@ class NameTable:
         return np.maximum.reduceat(scores, self.offsets, axis=1)
 
 
+class KeyLookup:
+    """Normalised name -> the concepts (rows of `NameTable.concept_ids`, KB order)
+    that have it: the exact-match candidates and shortcut read it.
+
+    Built at every load, so built in C: a dict of each key's one concept, and
+    lists only for the keys several concepts share (MEDIC 2012: 73k keys, built
+    in about 10 ms where a list per key took 0.1 s).
+
+    keys (Sequence[str]): Each name's `normalize_text` key (`NameTable.keys`;
+        distinct within a concept).
+    owners (Sequence[int]): Each name's concept, grouped in concept order.
+    """
+
+    def __init__(self, keys: Sequence[str], owners: Sequence[int]) -> None:
+        self._one: Dict[str, int] = dict(zip(keys, owners))
+        self._many: Dict[str, List[int]] = {}
+        if len(self._one) < len(keys):
+            shared = {key for key, count in Counter(keys).items() if count > 1}
+            for key, owner in zip(keys, owners):
+                if key in shared:
+                    concepts = self._many.setdefault(key, [])
+                    if not concepts or concepts[-1] != owner:  # a concept's rows are contiguous
+                        concepts.append(owner)
+
+    def __len__(self) -> int:
+        return len(self._one)
+
+    def get(self, key: str, default: Optional[List[int]] = None) -> Optional[List[int]]:
+        """RETURNS: the concepts that have `key`, KB order (`default` when none)."""
+        many = self._many.get(key)
+        if many is not None:
+            return many
+        one = self._one.get(key)
+        return default if one is None else [one]
+
+
 def top_k(scores: np.ndarray, k: int, tie_rank: Optional[np.ndarray] = None
           ) -> Tuple[np.ndarray, np.ndarray]:
     """Row-wise top-k of a (batch, n) matrix, by descending score; ties are broken
@@ -116,4 +153,4 @@ def top_k(scores: np.ndarray, k: int, tie_rank: Optional[np.ndarray] = None
     return indices, np.take_along_axis(scores, indices, axis=1)
 
 
-__all__ = ["NameTable", "top_k"]
+__all__ = ["NameTable", "KeyLookup", "top_k"]

@@ -61,8 +61,9 @@ def create_name_index_v2(index_type: str = "flat", backend: str = "auto",
                          ef_search: Optional[int] = None, hnsw_m: int = 32, ivf_lists: int = 0):
     """The linker's concept-name index, with the settings of large KBs.
 
-    index_type: 'flat' (exact), 'flat_int8' (every name scored in int8 by ONNX Runtime,
-    the best re-scored exactly: no FAISS), 'hnsw', 'hnsw_sq8', 'ivf_sq8' or 'ivfpq' (the
+    index_type: 'flat' (exact), 'int8' (every name scored in int8 by ONNX Runtime: no
+    FAISS, the float vectors not read to search), 'flat_int8' (the same, the best
+    names re-scored exactly from the float vectors), 'hnsw', 'hnsw_sq8', 'ivf_sq8' or 'ivfpq' (the
     8-bit types hold a UMLS-size KB in about 1.2 GB); vectors_dtype: 'float32'
     or 'float16' (the stored embeddings; scores in float32); device: 'auto'
     (the encoder's), 'cpu' or 'cuda:N'; nprobe (IVF, default 32), ef_search

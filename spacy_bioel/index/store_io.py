@@ -1,6 +1,6 @@
 """How a dense candidate store is saved and read back (the persistence of
 `dense.DenseCandidateStore`): a folder with `store.json`, `vectors.npy` (read
-by memory map), `owners.npy`, for a 'flat_int8' store its int8 names and scales
+by memory map), `owners.npy`, for an 'int8' or 'flat_int8' store its int8 names and scales
 (`names_int8.npy` by memory map, `names_scale.npy`: quantised once, when saved;
 a store saved without them quantises on its first search) and, for approximate
 types, `faiss.index`; or one
@@ -18,16 +18,16 @@ import numpy as np
 
 from ..errors import BioELError, Errors
 from ..files import replace_file as _replace_file
-from .dense import BACKENDS, FAISS_TYPES, STORE_FORMAT, DenseCandidateStore, faiss_available
+from .dense import BACKENDS, FAISS_TYPES, INT8_TYPES, STORE_FORMAT, DenseCandidateStore, faiss_available
 
 
-INT8_NAMES = "names_int8.npy"  # a flat_int8 store's scanned names (int8_scan.quantize_names)
+INT8_NAMES = "names_int8.npy"  # an int8 store's scanned names (int8_scan.quantize_names)
 INT8_SCALES = "names_scale.npy"
 
 
 def save_store(store: DenseCandidateStore, folder: Union[str, Path]) -> None:
     """Write `store.json`, `vectors.npy` (the embeddings), `owners.npy`, the
-    int8 names of a 'flat_int8' store and, for approximate types,
+    int8 names of an int8 store and, for approximate types,
     `faiss.index`, each through a temporary file."""
     folder = Path(folder)
     if folder.is_file():  # a store saved by an older version (one msgpack file)
@@ -38,7 +38,7 @@ def save_store(store: DenseCandidateStore, folder: Union[str, Path]) -> None:
             "dtype": str(store.vectors().dtype)}
     _replace_file(folder / "vectors.npy", lambda p: _save_npy(p, store.vectors()))
     _replace_file(folder / "owners.npy", lambda p: _save_npy(p, store.owners))
-    if store.index_type == "flat_int8" and len(store):
+    if store.index_type in INT8_TYPES and len(store):
         weights, scales = store.int8_names()
         _replace_file(folder / INT8_NAMES, lambda p: _save_npy(p, weights))
         _replace_file(folder / INT8_SCALES, lambda p: _save_npy(p, scales))
@@ -88,7 +88,7 @@ def load_store(folder: Union[str, Path], concept_ids: Sequence[str], *,
             raise ValueError("owners point outside the concepts")
         store._set_owners(owners)
         store.embeddings = vectors
-        if meta["index_type"] == "flat_int8" and (folder / INT8_NAMES).exists():
+        if meta["index_type"] in INT8_TYPES and (folder / INT8_NAMES).exists():
             store.set_int8_names(np.load(folder / INT8_NAMES, mmap_mode="r" if mmap else None,
                                          allow_pickle=False),
                                  np.load(folder / INT8_SCALES, allow_pickle=False))

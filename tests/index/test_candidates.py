@@ -102,6 +102,27 @@ def test_exact_and_sparse_candidates_carry_dense_similarities():
     assert [[s for _, _, s in r] for r in rows] == [pytest.approx(s) for s in sims]
 
 
+def test_exact_lookup_lists_every_concept_of_a_shared_name_in_kb_order():
+    """The exact-match lookup (built at every load) gives each normalised name
+    its concepts in KB order: one for most names, all of them for a name that
+    concepts share (KeyLookup keeps lists only for those)."""
+    kb = KnowledgeBase(name="shared")
+    for cid, name, syns in [("A", "Cold", ("common cold", "rhinitis")), ("B", "COLD", ("chill",)),
+                            ("C", "chills", ("cold", "Chill")), ("D", "fever", ())]:
+        kb.add(Concept(cid, name, syns))
+    index, encode = index_with_random_embeddings(kb)
+    exact = ExactCandidates()
+    exact.initialize(kb, index)
+    ids = index.names.concept_ids
+    assert [ids[c] for c in exact.lookup.get("cold")] == ["A", "B", "C"]
+    assert [ids[c] for c in exact.lookup.get("chill")] == ["B", "C"]
+    assert [ids[c] for c in exact.lookup.get("rhinitis")] == ["A"]
+    assert exact.lookup.get("flu") is None and exact.lookup.get("flu", []) == []
+    mentions = ["a cold", "Cold!", "Fever"]
+    rows = exact(mentions, encode(mentions), index, k=2)
+    assert [[ids[c] for c, _, _ in row] for row in rows] == [[], ["A", "B"], ["D"]]
+
+
 def test_hybrid_with_zero_sparse_weight_is_dense_and_fusion_adds_recall():
     kb = toy_kb()
     index, encode = index_with_random_embeddings(kb)

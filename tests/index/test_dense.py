@@ -193,6 +193,46 @@ def test_flat_int8_scan_re_scored_exactly(data, dtype, monkeypatch):
     assert [c for c, _, _ in store.search_names(twins[:1], 2)[0]] == [1, 0]
 
 
+def test_int8_scores_are_the_scans_and_the_vectors_are_never_read(data, tmp_path):
+    """An 'int8' store answers with the int8 scan's own scores: each within the
+    quantisation bound of the exact score of the name it returns (here 0.02:
+    unit 16-d vectors, per-name int8 and per-batch uint8 steps), each concept
+    within twice that of its exact best, masks honoured, k concepts per query.
+    Saved and loaded, it searches without reading its float vectors at all."""
+    names, owners, queries, concept_ids = data
+    exact = queries @ names.T  # (batch, n_names)
+    best = np.full((len(queries), len(concept_ids)), -np.inf, dtype=np.float32)
+    for row, owner in enumerate(owners):
+        best[:, owner] = np.maximum(best[:, owner], exact[:, row])
+    store = DenseCandidateStore(concept_ids, 16, index_type="int8")
+    store.add(names.astype("float16"), owners)
+    masks = [None if i % 2 else np.arange(len(concept_ids)) % 3 == 0 for i in range(len(queries))]
+    got = store.search_names(queries, 10, allowed=masks)
+    for query, (hits, mask) in enumerate(zip(got, masks)):
+        assert len(hits) == 10 and len({c for c, _, _ in hits}) == 10
+        allowed = best[query] if mask is None else np.where(mask, best[query], -np.inf)
+        assert hits[0][2] >= allowed.max() - 0.04  # the exactly best concept is not missed by more
+        for concept, name, score in hits:
+            assert owners[name] == concept and (mask is None or mask[concept])
+            assert abs(score - exact[query, name]) <= 0.02
+            assert exact[query, name] >= best[query, concept] - 0.04
+    assert [round(s, 4) for _, _, s in got[1]] == sorted((round(s, 4) for _, _, s in got[1]), reverse=True)
+    save_store(store, tmp_path / "index")
+    loaded = load_store(tmp_path / "index", concept_ids)
+
+    class Unread:
+        dtype, shape = np.dtype("float16"), names.shape
+
+        def __getitem__(self, item):
+            raise AssertionError("the float vectors were read")
+
+        def __array__(self, *args, **kwargs):
+            raise AssertionError("the float vectors were read")
+
+    loaded.embeddings = Unread()
+    assert loaded.search_names(queries, 10, allowed=masks) == got
+
+
 def test_flat_int8_proposes_again_the_queries_short_of_k_concepts_together(data, monkeypatch):
     """A query whose proposed names hold fewer than k concepts is proposed again
     with twice the pool, together with the others short of k from every scan
@@ -222,8 +262,9 @@ def test_flat_int8_proposes_again_the_queries_short_of_k_concepts_together(data,
         assert all(size == 4 for size in sizes[:-1]) and 1 <= sizes[-1] <= 4, (pool, sizes)
 
 
-def test_flat_int8_on_a_gpu_searches_exactly_and_scans_again_on_the_cpu(data):
-    """What `linker.cfg` trains with `--gpu-id 0`: on a GPU the 'flat_int8' store
+@pytest.mark.parametrize("index_type", dense.INT8_TYPES)
+def test_int8_types_on_a_gpu_search_exactly_and_scan_again_on_the_cpu(data, index_type):
+    """What `linker.cfg` trains with `--gpu-id 0`: on a GPU an int8 store
     searches by one exact matmul there, back on the CPU by its int8 scan."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
@@ -231,14 +272,15 @@ def test_flat_int8_on_a_gpu_searches_exactly_and_scans_again_on_the_cpu(data):
     names, owners, queries, concept_ids = data
     exact_store = DenseCandidateStore(concept_ids, 16)
     exact_store.add(names, owners)
-    store = DenseCandidateStore(concept_ids, 16, index_type="flat_int8", device="cuda:0")
+    cpu_store = DenseCandidateStore(concept_ids, 16, index_type=index_type)
+    cpu_store.add(names, owners)
+    store = DenseCandidateStore(concept_ids, 16, index_type=index_type, device="cuda:0")
     store.add(names, owners)
     assert store.backend == "torch" and store._matrix.is_cuda
-    want = ids(exact_store.search(queries, 10))
-    assert ids(store.search(queries, 10)) == want
+    assert ids(store.search(queries, 10)) == ids(exact_store.search(queries, 10))
     store.to_device("cpu")
     assert store.backend == "onnx" and store._matrix is None
-    assert ids(store.search(queries, 10)) == want
+    assert store.search_names(queries, 10) == cpu_store.search_names(queries, 10)
 
 
 def test_a_thread_cap_reopens_the_scan_session_with_it(data):
@@ -262,13 +304,13 @@ def test_a_thread_cap_reopens_the_scan_session_with_it(data):
 def test_flat_int8_scan_graphs_are_the_packaged_ones():
     """The packaged weightless graphs are what `scan_graph` builds (no drift)."""
     pytest.importorskip("onnx")
-    from spacy_bioel.index.int8_scan import graph_file, scan_graph
+    from spacy_bioel.index.int8_scan import GRAPHS, graph_file, scan_graph
 
-    for dtype in ("float16", "float32"):
-        assert graph_file(dtype).read_bytes() == scan_graph(dtype)
+    for kind in GRAPHS:
+        assert graph_file(kind).read_bytes() == scan_graph(kind)
 
 
-@pytest.mark.parametrize("index_type", ["flat", "flat_int8", "hnsw_sq8", "ivf_sq8"])
+@pytest.mark.parametrize("index_type", ["flat", "int8", "flat_int8", "hnsw_sq8", "ivf_sq8"])
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_to_disk_loads_by_memory_map(data, tmp_path, index_type, dtype):
     names, owners, queries, concept_ids = data
@@ -281,7 +323,7 @@ def test_to_disk_loads_by_memory_map(data, tmp_path, index_type, dtype):
     save_store(loaded, tmp_path / "index")  # saved over the files it maps: nothing lost
     again = load_store(tmp_path / "index", concept_ids)
     assert again.search_names(queries, 7) == store.search_names(queries, 7)
-    assert (tmp_path / "index" / "names_int8.npy").exists() == (index_type == "flat_int8")
+    assert (tmp_path / "index" / "names_int8.npy").exists() == (index_type in dense.INT8_TYPES)
     if dtype == "float16":  # scores are float32 products of the stored float16 vectors
         want = exact_concepts(queries, names.astype(dtype).astype(np.float32), owners,
                               concept_ids, 7)
@@ -363,7 +405,7 @@ def test_reads_a_store_saved_by_the_previous_version(data, tmp_path):
 
 def test_errors(data, tmp_path):
     names, owners, queries, concept_ids = data
-    for index_type in ("hnsw", "flat_int8"):
+    for index_type in ("hnsw", "int8", "flat_int8"):
         with pytest.raises(BioELError) as err:
             DenseCandidateStore(concept_ids, 16, index_type=index_type, backend="torch")
         assert err.value.code == "E152"

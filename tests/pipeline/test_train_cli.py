@@ -30,7 +30,7 @@ def test_spacy_train_linker_config(tiny_bert_dir, tmp_path, config):
         assert (tmp_path / "out" / "model-last" / "bioel_linker" / "runtime" / "mention.onnx").is_file()
         assert linker.deferred_model is not None  # predicted without building the PyTorch module
         assert linker.index.store.vectors().dtype == np.float16
-        assert linker.index.store.index_type == "flat_int8"  # searched by the int8 scan
+        assert linker.index.store.index_type == "int8"  # searched by the int8 scan
         exact = trained.make_doc("colon cancer")
         exact.ents = [exact.char_span(0, 12, label="Disease")]
         assert trained(exact).ents[0]._.kb_ents == [("D1", 1.0)]
