@@ -7,15 +7,20 @@ towers) and scored on dev like the teacher: Acc@1 of the top candidate, gold
 ids resolved through the KB, the PyTorch runtime, the kNN datastore re-encoded
 by the student. Also times both towers encoding the same texts.
 
+With `--served`, a pipeline of the same weights as the default saves them (the
+int8 ONNX mention tower, the int8 name scan, the shortcut), the student is also
+exported to int8 ONNX and put in place of the served graph in memory: dev Acc@1
+of the served pipeline with the teacher's graph and with the student's, and both
+graphs' ONNX Runtime time over the same texts. The student's graph is written
+beside the output JSON (`<output>.student_int8.onnx`) for the next step.
+
     python -m bench distill-probe PIPELINE TRAIN.spacy DEV.spacy --layers 0,2,4 --epochs 2 --output OUT.json
 """
 from __future__ import annotations
 
-import copy
-import random
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 def dev_accuracy(nlp: Any, kb: Any, path: Path) -> float:
     """Acc@1 of the top candidate (`Span._.kb_ents[0]`) on the gold spans of
@@ -38,32 +43,44 @@ def dev_accuracy(nlp: Any, kb: Any, path: Path) -> float:
     return right / max(total, 1)
 
 
-def pooled(model: Any, encoder: Any, texts: Sequence[str]):
-    """The embeddings of `texts` by `encoder` (a transformer), pooled and
-    normalised as the linker's module does it (`torch_biencoder.pool`)."""
-    import torch
+def onnx_seconds(graph: Any, model: Any, texts: Sequence[str], batch: int = 64) -> float:
+    """Seconds ONNX Runtime takes to encode `texts` with `graph` (bytes or a path),
+    tokenised beforehand, by length buckets of `batch` as the runtime runs them."""
+    from spacy_bioel.encoders.onnx_sessions import new_session
+    from spacy_bioel.encoders.thinc_biencoder import batch_tokenizer
+    from spacy_bioel.encoders.common import length_buckets
 
-    from spacy_bioel.encoders.thinc_biencoder import tokenize, torch_module
-    from spacy_bioel.encoders.torch_biencoder import pool
+    session, tokenizer = new_session(graph), batch_tokenizer(model)
+    keys = list(texts)
+    inputs = [tokenizer([keys[i] for i in indices]) for indices in length_buckets(keys, batch)]
+    start = time.perf_counter()
+    for ids, mask in inputs:
+        session.run(None, {"input_ids": ids, "attention_mask": mask})
+    return round(time.perf_counter() - start, 2)
 
-    module = torch_module(model)
-    ids, mask = tokenize(model, list(texts), torch.device("cpu"))
-    hidden = encoder(input_ids=ids, attention_mask=mask).last_hidden_state
-    return module._normalise(pool(hidden, mask, module.pooling, ids, module.mask_id))
+
+def served_with(served: Path, graph: bytes, dev: Path) -> float:
+    """Dev Acc@1 of the ONNX-served pipeline `served` with `graph` in place of its
+    mention tower's (in memory; its datastore keys stay the teacher's)."""
+    import spacy
+
+    nlp = spacy.load(served)
+    linker = nlp.get_pipe("bioel_linker")
+    linker.runtime.use_student(graph, {"probe": True})
+    return dev_accuracy(nlp, linker.kb, dev)
 
 
 def probe(pipeline: Path, train: Path, dev: Path, layers: List[int], epochs: float,
-          learn_rate: float = 1e-4, batch: int = 64, seed: int = 0) -> Dict[str, Any]:
+          learn_rate: float = 1e-4, batch: int = 64, seed: int = 0,
+          served: Optional[Path] = None, output: Optional[Path] = None) -> Dict[str, Any]:
     import spacy
     import torch
     from spacy.tokens import DocBin
 
+    from spacy_bioel.encoders.distill import distill_mention_tower, pooled
     from spacy_bioel.encoders.runtime import TorchRuntime
     from spacy_bioel.encoders.thinc_biencoder import torch_module
-    from spacy_bioel.progress import progress_bar
 
-    torch.manual_seed(seed)
-    rng = random.Random(seed)
     nlp = spacy.load(pipeline)
     linker = nlp.get_pipe("bioel_linker")
     if not isinstance(linker.runtime, TorchRuntime):
@@ -75,39 +92,10 @@ def probe(pipeline: Path, train: Path, dev: Path, layers: List[int], epochs: flo
     texts = sorted({name for _, name in linker.kb.names()} |
                    {e.text for doc in DocBin().from_disk(train).get_docs(nlp.vocab) for e in doc.ents})
     teacher = module.mention_encoder
-    teacher.eval()
     start = time.perf_counter()
-    with torch.no_grad():
-        targets = torch.cat([pooled(linker.model, teacher, texts[i:i + 256])
-                             for i in range(0, len(texts), 256)])
-    encode_s = time.perf_counter() - start
-    student = copy.deepcopy(teacher)
-    student.encoder.layer = torch.nn.ModuleList([student.encoder.layer[i] for i in layers])
-    student.config.num_hidden_layers = len(layers)
-    for parameter in student.parameters():
-        parameter.requires_grad_(True)
-    optimizer = torch.optim.AdamW(student.parameters(), lr=learn_rate, weight_decay=0.01)
-    per_epoch = max(1, len(texts) // batch)
-    steps, order, curve = max(1, int(epochs * per_epoch)), list(range(len(texts))), []
-    student.train()
-    start = time.perf_counter()
-    bar = progress_bar(total=steps, desc="Distilling", unit=" steps")
-    for step in range(steps):
-        if step % per_epoch == 0:
-            rng.shuffle(order)
-        chosen = order[(step % per_epoch) * batch:(step % per_epoch + 1) * batch]
-        loss = (1 - (pooled(linker.model, student, [texts[i] for i in chosen])
-                     * targets[chosen]).sum(-1)).mean()
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        bar.update(1)
-        if step % 200 == 0 or step == steps - 1:
-            curve.append((step, round(loss.item(), 4)))
-            bar.set_postfix(loss=f"{loss.item():.4f}")
-    bar.close()
+    student, curve = distill_mention_tower(linker.model, texts, layers, epochs, learn_rate, batch,
+                                           seed)
     train_s = time.perf_counter() - start
-    student.eval()
     module.mention_encoder = student
     linker.datastore_stale = True
     linker.refresh()
@@ -120,10 +108,26 @@ def probe(pipeline: Path, train: Path, dev: Path, layers: List[int], epochs: flo
             for i in range(0, len(timed), 64):
                 pooled(linker.model, tower, timed[i:i + 64])
             seconds[label] = round(time.perf_counter() - start, 2)
-    return {"pipeline": str(pipeline), "layers": layers, "epochs": epochs, "texts": len(texts),
-            "teacher_dev_acc@1": teacher_acc, "student_dev_acc@1": student_acc,
-            "loss_curve": curve, "teacher_encode_s": round(encode_s, 1),
-            "distill_s": round(train_s, 1), "encode_s_per_tower": seconds, "timed_texts": len(timed)}
+    result = {"pipeline": str(pipeline), "layers": layers, "epochs": epochs, "texts": len(texts),
+              "teacher_dev_acc@1": teacher_acc, "student_dev_acc@1": student_acc,
+              "loss_curve": curve, "distill_s": round(train_s, 1),  # the teacher's targets included
+              "encode_s_per_tower": seconds, "timed_texts": len(timed)}
+    if served is not None:
+        from spacy_bioel.encoders.onnx_export import export_mention_encoder
+
+        graph = export_mention_encoder(linker.model, "int8-all")  # the student is the mention tower now
+        if output is not None:
+            Path(f"{output}.student_int8.onnx").write_bytes(graph)
+        teacher_graph = Path(served) / "bioel_linker" / "runtime" / "mention.onnx"
+        result["served"] = {
+            "pipeline": str(served),
+            "teacher_dev_acc@1": served_with(served, teacher_graph.read_bytes(), dev),
+            "student_dev_acc@1": served_with(served, graph, dev),
+            "onnx_s": {"teacher": onnx_seconds(str(teacher_graph), linker.model, timed),
+                       "student": onnx_seconds(graph, linker.model, timed)},
+            "onnx_mb": {"teacher": round(teacher_graph.stat().st_size / 1e6, 1),
+                        "student": round(len(graph) / 1e6, 1)}}
+    return result
 
 
 __all__ = ["probe", "dev_accuracy", "pooled"]

