@@ -89,7 +89,7 @@ def probe(pipeline: Path, train: Path, dev: Path, layers: List[int], epochs: flo
     if module.shared:
         raise SystemExit("the probe needs separate towers: the concept tower stays the teacher")
     teacher_acc = dev_accuracy(nlp, linker.kb, dev)
-    texts = sorted({name for _, name in linker.kb.names()} |
+    texts = sorted(set(linker.index.names.names) |
                    {e.text for doc in DocBin().from_disk(train).get_docs(nlp.vocab) for e in doc.ents})
     teacher = module.mention_encoder
     start = time.perf_counter()

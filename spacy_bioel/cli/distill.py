@@ -49,7 +49,7 @@ def distill(
     wanted = [int(x) for x in layers.split(",") if x.strip()]
     corpus = {e.text for path in texts for doc in DocBin().from_disk(path).get_docs(nlp.vocab)
               for e in doc.ents}
-    distilled = sorted({kb_name for _, kb_name in linker.kb.names()} |
+    distilled = sorted(set(linker.index.names.names) |
                        {text for text, _ in linker.train_mentions} | corpus)
     linker.require_model("distilling the mention tower")
     student, curve = distill_mention_tower(linker.model, distilled, wanted, epochs, learn_rate,

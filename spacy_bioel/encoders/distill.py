@@ -32,17 +32,16 @@ TARGET_BATCH = 256  # texts the teacher encodes per pass for the targets
 
 
 def pooled(model: Any, encoder: Any, texts: Sequence[str]):
-    """The embeddings of `texts` by `encoder` (a transformers model), tokenised,
-    pooled and normalised as `model`'s module does it for the mention tower."""
+    """The embeddings of `texts` by `encoder` (a transformers model) in place of
+    `model`'s mention tower: the module's own `encode` (tokenised, pooled and
+    normalised as the mention tower is)."""
     import torch
 
     from .thinc_biencoder import tokenize, torch_module
-    from .torch_biencoder import pool
 
-    module = torch_module(model)
     ids, mask = tokenize(model, list(texts), torch.device("cpu"))
-    hidden = encoder(input_ids=ids, attention_mask=mask).last_hidden_state
-    return module._normalise(pool(hidden, mask, module.pooling, ids, module.mask_id))
+    with mention_tower(model, encoder):
+        return torch_module(model).encode("mention", ids, mask)
 
 
 def student_of(teacher: Any, layers: Sequence[int]) -> Any:

@@ -285,8 +285,8 @@ class DenseCandidateStore:
             if self._scan is None:
                 from .int8_scan import Int8Scan
 
-                self._scan = Int8Scan(self.embeddings, self.int8_names(),
-                                      rescore=self.index_type == "flat_int8")
+                self._scan = Int8Scan(*self.int8_names(),
+                                      self.embeddings if self.index_type == "flat_int8" else None)
             return self._scan.top(queries, pool)
         indices = self._index.search(queries, pool)[1]
         return indices, self._rescore(queries, indices)

@@ -108,27 +108,23 @@ class Int8Scan:
     """An ONNX Runtime session that proposes the best names of each query and
     scores them (exactly, or by the scan).
 
-    vectors (np.ndarray): (n_names, dim) float32 or float16, C-contiguous (a
-        memory map is read in chunks to quantise, and shared, not copied, for
-        the exact scores; not read at all with saved int8 names and no re-scoring).
-    quantized: `quantize_names(vectors)` as saved with the store (memory maps:
-        nothing is quantised at load or first search), or None to quantise here.
-    rescore (bool): Score the proposed names exactly from `vectors` (else the
-        scan's scores are returned).
+    weights, scales: `quantize_names(vectors)`, as saved with the store (memory
+        maps: nothing is quantised at load or first search).
+    vectors (Optional[np.ndarray]): (n_names, dim) float32 or float16 stored
+        vectors to score the proposed names exactly from (shared, not copied);
+        None: the scan's scores are returned and no float vector is read.
     """
 
-    def __init__(self, vectors: np.ndarray,
-                 quantized: Optional[Tuple[np.ndarray, np.ndarray]] = None,
-                 rescore: bool = True) -> None:
+    def __init__(self, weights: np.ndarray, scales: np.ndarray,
+                 vectors: Optional[np.ndarray] = None) -> None:
         import onnxruntime
 
-        weights, scales = quantize_names(vectors) if quantized is None else quantized
         self.n_names = len(scales)
         # the session reads these buffers (it does not copy them): they live as long as it does
         arrays = {"W": weights, "scale": scales, "zp": np.zeros(len(scales), dtype=np.int8)}
-        if rescore:
+        if vectors is not None:
             arrays["V"] = np.ascontiguousarray(vectors)
-        self.graph = arrays["V"].dtype.name if rescore else "scores"
+        self.graph = arrays["V"].dtype.name if vectors is not None else "scores"
         self._arrays = tuple(arrays.values())
         self._values = {name: onnxruntime.OrtValue.ortvalue_from_numpy(array)
                         for name, array in arrays.items()}

@@ -115,9 +115,6 @@ class KeyLookup:
                     if not concepts or concepts[-1] != owner:  # a concept's rows are contiguous
                         concepts.append(owner)
 
-    def __len__(self) -> int:
-        return len(self._one)
-
     def get(self, key: str, default: Optional[List[int]] = None) -> Optional[List[int]]:
         """RETURNS: the concepts that have `key`, KB order (`default` when none)."""
         many = self._many.get(key)
