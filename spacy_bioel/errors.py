@@ -69,6 +69,8 @@ class Warnings(metaclass=ErrorsWithCodes):
             "weights it was taught by changed, or the runtime is quantised otherwise, so the "
             "full mention tower is exported and served instead. Run `python -m spacy_bioel "
             "distill` on the saved pipeline again to serve a student.")
+    W016 = ("The saved default pipeline {path} cannot be used ({problem}); it is built "
+            "again from the KB and the encoder, and saved in its place.")
     W013 = ("'{name}': exact_shortcut = true is the older form of the shortcut stage: it builds "
             "spacy-bioel.ExactShortcut.v1. Put [components.{name}.shortcut] with "
             "@misc = \"spacy-bioel.ExactShortcut.v1\" in the config instead (and "

@@ -215,3 +215,20 @@ def distill_probe(
                f"{100 * result['student_dev_acc@1']:.2f} (layers {result['layers']}); encoding "
                f"{result['timed_texts']} texts: teacher {result['encode_s_per_tower']['teacher']} s, "
                f"student {result['encode_s_per_tower']['student']} s")
+
+
+@app.command("embedded-default")
+def embedded_default_command(
+    output: Path = typer.Argument(Path("results/natural/embedded_default.json"), help="JSON (a .md beside it)"),
+    kb_path: str = typer.Option("embedded:doid", "--kb", help="The KB `link` links to"),
+    encoder: str = typer.Option("embedded:all-MiniLM-L6-v2", "--encoder"),
+    calls: int = typer.Option(3, "--calls", help="Calls per path (the first builds)", min=2),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
+    """Time `link` with no trained pipeline: the first call and the later ones, for
+    the saved default pipeline (ONNX, int8 scan) against the untrained PyTorch one."""
+    setup_logging(verbose)
+    from ..embedded_default import run, table
+
+    result = run(kb_path, encoder, calls)
+    write_report(output, result, table(result))

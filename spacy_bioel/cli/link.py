@@ -39,9 +39,10 @@ def link(
 ) -> None:
     """Link the bracketed mentions of TEXT against a KB and print each one's
     concept id, canonical name and score (plus runner-up candidates). The
-    default is the bioel_linker with the embedded MiniLM encoder, untrained
-    (it encodes the KB's names first, about a minute on a CPU); scores are
-    then the model's softmax over candidates (kNN-BioEL eq. 4)."""
+    default is the bioel_linker with the embedded MiniLM encoder, untrained:
+    the first call encodes the KB's names and exports the encoder to ONNX
+    (minutes on a CPU) and saves that pipeline in the cache; later calls load
+    it (seconds). Scores are the model's softmax over candidates (kNN-BioEL eq. 4)."""
     import spacy
 
     from ..corpora.documents import tokens_aligned_to
@@ -80,9 +81,9 @@ def link(
                 raise_without_finder(pipeline, text)
                 doc = pipeline.make_doc(plain)
         else:
-            from ..pipeline.loading import untrained_pipeline
+            from ..pipeline.embedded_default import default_pipeline
 
-            pipeline = untrained_pipeline(kb, encoder)
+            pipeline = default_pipeline(kb, encoder)
         doc = pipeline(doc)
         if not doc.ents:  # only where the pipeline's own NER looked for them
             raise BioELError(Errors.E198.format(text=preview(text),

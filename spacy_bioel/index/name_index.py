@@ -251,13 +251,14 @@ AUTO_CACHE = "auto"
 CACHE_ENV = "SPACY_BIOEL_CACHE"
 
 
-def cache_folder(setting: Optional[str]) -> Optional[str]:
+def cache_folder(setting: Optional[str], part: str = "names") -> Optional[str]:
     """The folder of the embedding cache: None (no cache), a folder, or 'auto' (the
     default of `add_pipe`): $SPACY_BIOEL_CACHE, else $XDG_CACHE_HOME/spacy_bioel or
     ~/.cache/spacy_bioel, so the embedded default encodes a KB's names once per
     machine (a base model's tower; keyed by names, settings and weights). An 'auto'
     folder that cannot be created is W014 and no cache; a folder named in the
-    config is E238 (`EmbeddingCache`)."""
+    config is E238 (`EmbeddingCache`). `part` names the sub-folder of the 'auto'
+    root (`pipeline.embedded_default` keeps its pipelines in 'pipelines')."""
     if not setting:
         return None
     if setting != AUTO_CACHE:
@@ -265,7 +266,7 @@ def cache_folder(setting: Optional[str]) -> Optional[str]:
     root = os.environ.get(CACHE_ENV) or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
         "spacy_bioel")
-    folder = os.path.join(root, "names")
+    folder = os.path.join(root, part)
     try:
         os.makedirs(folder, exist_ok=True)
         if not os.access(folder, os.W_OK):

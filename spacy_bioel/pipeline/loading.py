@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -22,16 +22,19 @@ def find_linker(nlp: Language, name: Optional[str] = None) -> BioELLinker:
 
 
 
-def untrained_pipeline(kb: KnowledgeBase, encoder: str, embedding_cache: Optional[str] = None
-                       ) -> Language:
+def untrained_pipeline(kb: KnowledgeBase, encoder: str, embedding_cache: Optional[str] = None,
+                       stages: Optional[Dict[str, Any]] = None) -> Language:
     """A blank English pipeline whose untrained bioel_linker on `encoder` links
     against `kb`, initialized (every name encoded; through `embedding_cache`, a
-    folder, when given): what `link` uses without a trained pipeline."""
+    folder, when given). `stages`: config blocks of the linker that replace the
+    factory's (`embedded_default.FAST_STAGES`: what `link` uses without a
+    trained pipeline)."""
     import spacy
 
     nlp = spacy.blank("en")
     linker = nlp.add_pipe("bioel_linker", config={
-        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": encoder}})
+        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": encoder},
+        **(stages or {})})
     if embedding_cache is not None:
         linker.index.embedding_cache = embedding_cache
     linker.set_kb(kb)

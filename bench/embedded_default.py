@@ -1,0 +1,95 @@
+"""What `python -m spacy_bioel link` costs with no trained pipeline: the first
+call (the KB's names encoded, the pipeline built) and the calls after it, for
+the default pipeline (`pipeline.embedded_default`: saved once, then loaded on
+ONNX Runtime with the int8 name scan) against the untrained PyTorch pipeline it
+replaced (built every call, its names read from the embedding cache).
+
+Each call is a fresh process running the `link` command (the fast path) or the
+same steps through `untrained_pipeline` (the PyTorch path), both on one fresh
+cache folder per path, so the first call of each pays the whole build. The
+parent times the process from start to exit; the child reports its peak RSS.
+
+    python -m bench embedded-default results/natural/embedded_default.json --calls 3
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+PATHS = ("default", "torch")
+
+_CHILD = """
+import json, resource, sys
+from typer.testing import CliRunner
+path, kb, encoder = sys.argv[1:4]
+if path == "default":
+    from spacy_bioel.cli._app import app
+    result = CliRunner().invoke(app, ["link", "--kb", kb, "--encoder", encoder])
+    assert result.exit_code == 0, result.output
+    out = result.output
+else:
+    from spacy_bioel.cli.link import SAMPLE_TEXT
+    from spacy_bioel.corpora.documents import tokens_aligned_to
+    from spacy_bioel.kb.knowledge_base import KnowledgeBase
+    from spacy_bioel.pipeline.loading import untrained_pipeline
+    from spacy_bioel.pipeline.text import parse_bracketed
+    import spacy
+    plain, spans = parse_bracketed(SAMPLE_TEXT)
+    nlp = untrained_pipeline(KnowledgeBase.from_disk(kb), encoder, "auto")
+    doc = tokens_aligned_to(spacy.blank("en"), plain, [b for s in spans for b in s])
+    doc.ents = [doc.char_span(s, e, label="Disease") for s, e in spans]
+    out = " ".join(e.kb_id_ or "NIL" for e in nlp(doc).ents)
+print(json.dumps({"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "torch_imported": "torch" in sys.modules, "chars": len(out)}))
+"""
+
+
+def one_call(path: str, kb: str, encoder: str, cache: Path) -> Dict[str, Any]:
+    """One `link` call in a fresh process: wall seconds, peak RSS, whether PyTorch was imported."""
+    env = dict(os.environ, SPACY_BIOEL_CACHE=str(cache))
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", _CHILD, path, kb, encoder], env=env,
+                          capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"the {path} call failed:\n{done.stderr[-2000:]}")
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"seconds": round(seconds, 2), **report}
+
+
+def run(kb: str, encoder: str, calls: int) -> Dict[str, Any]:
+    """`calls` calls of each path, each path on its own fresh cache folder."""
+    result: Dict[str, Any] = {"kb": kb, "encoder": encoder, "calls": calls, "paths": {}}
+    for path in PATHS:
+        with tempfile.TemporaryDirectory(prefix=f"bioel-{path}-") as cache:
+            rows: List[Dict[str, Any]] = [one_call(path, kb, encoder, Path(cache))
+                                          for _ in range(calls)]
+            size = sum(p.stat().st_size for p in Path(cache).rglob("*") if p.is_file())
+        result["paths"][path] = {"calls": rows, "cache_bytes": size}
+    return result
+
+
+def table(result: Dict[str, Any]) -> str:
+    lines = [f"`link` with no trained pipeline: KB {result['kb']}, encoder {result['encoder']}, "
+             "each call a fresh process.\n",
+             "| path | first call s | first call peak MB | later calls s (min / median) | later peak MB | PyTorch imported later | cache MB |",
+             "|---|---:|---:|---:|---:|---|---:|"]
+    for path, entry in result["paths"].items():
+        first, later = entry["calls"][0], entry["calls"][1:]
+        secs = sorted(c["seconds"] for c in later)
+        median = secs[len(secs) // 2] if secs else float("nan")
+        lines.append(f"| {path} | {first['seconds']:.1f} | {first['peak_rss_mb']:.0f} | "
+                     f"{min(secs) if secs else float('nan'):.2f} / {median:.2f} | "
+                     f"{max((c['peak_rss_mb'] for c in later), default=float('nan')):.0f} | "
+                     f"{'yes' if any(c['torch_imported'] for c in later) else 'no'} | "
+                     f"{entry['cache_bytes'] / 2**20:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["run", "table", "one_call", "PATHS"]

@@ -1,0 +1,124 @@
+"""The pipeline `link` uses without a trained one, built once per KB and encoder.
+
+Building the untrained pipeline encodes every name of the KB with the base
+encoder and, on the fast stages (`FAST_STAGES`: the mention tower exported to
+ONNX with int8 weights, the int8 name scan), exports the tower: tens of
+seconds to minutes on a CPU. The first call saves the initialised pipeline in
+the cache ('auto': $SPACY_BIOEL_CACHE, else $XDG_CACHE_HOME/spacy_bioel or
+~/.cache/spacy_bioel, sub-folder `pipelines/KEY`); later calls load it like any
+saved pipeline (`loading.load_pipeline`, with its integrity checks), which
+imports no PyTorch: ONNX Runtime encodes the mentions.
+
+KEY digests the KB's bytes, the encoder's name and files (path, size and
+modification time of each) and this package's version, so another KB, another
+or updated encoder, or an upgrade builds a new entry. An encoder that is not a
+local folder (a hub name) is built every time: its files are not ours to
+digest. A saved entry that fails to load is W016 and built again; two processes
+building the same entry each write their own folder and the first rename wins.
+Without the `onnx` extra the untrained pipeline keeps the factory's stages
+(PyTorch) and is not saved (the names are still cached by the name index).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
+
+from spacy.language import Language
+
+from ..about import __version__
+from ..encoders.common import DEFAULT_ENCODER, resolve_model_path
+from ..errors import BioELError, Warnings, warn
+from ..index.name_index import AUTO_CACHE, cache_folder
+from ..kb.knowledge_base import KnowledgeBase
+from .loading import load_pipeline, untrained_pipeline
+
+logger = logging.getLogger(__name__)
+
+FAST_STAGES: Dict[str, Any] = {
+    "index": {"@misc": "spacy-bioel.NameIndex.v2", "index_type": "int8", "backend": "auto",
+              "embedding_cache": AUTO_CACHE, "vectors_dtype": "float16"},
+    "runtime": {"@misc": "spacy-bioel.OnnxRuntime.v1", "quantize": "int8", "threads": 0,
+                "batch_size": 64},
+}
+
+
+def has_onnx() -> bool:
+    """Whether the `onnx` extra (ONNX Runtime and the exporter) is installed."""
+    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
+
+
+def pipeline_key(kb: KnowledgeBase, encoder: str) -> Optional[str]:
+    """The cache key of the default pipeline on `kb` and `encoder`, or None when
+    the encoder is not a local folder."""
+    folder = Path(resolve_model_path(encoder))
+    if not folder.is_dir():
+        return None
+    digest = hashlib.sha256()
+    digest.update(f"{__version__}\n{encoder}\n".encode("utf-8"))
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(folder)}\t{stat.st_size}\t{stat.st_mtime_ns}\n".encode())
+    digest.update(kb.to_bytes())
+    return digest.hexdigest()[:24]
+
+
+def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
+                     encoder: str = DEFAULT_ENCODER, cache: Optional[str] = AUTO_CACHE
+                     ) -> Language:
+    """The untrained linker on `encoder` and `kb` with the fast stages, loaded from
+    the cache when it was built before (see the module's docstring).
+
+    kb: a KnowledgeBase, a .bioelkb file or an embedded KB ('embedded:doid').
+    cache: 'auto', a folder, or None (build it, save nothing).
+
+    Example:
+        >>> nlp = default_pipeline("embedded:doid")  # the first call builds, later ones load
+    """
+    if not isinstance(kb, KnowledgeBase):
+        kb = KnowledgeBase.from_disk(kb)
+    if not has_onnx():
+        logger.info("The onnx extra is not installed: the default pipeline runs on PyTorch")
+        return untrained_pipeline(kb, encoder)
+    key = pipeline_key(kb, encoder)
+    root = cache_folder(cache, "pipelines")
+    if key is None or root is None:
+        return untrained_pipeline(kb, encoder, stages=FAST_STAGES)
+    folder = Path(root) / key
+    if folder.is_dir():
+        try:
+            nlp = load_pipeline(folder)
+            logger.info("Loaded the default pipeline from %s", folder)
+            return nlp
+        except (BioELError, OSError, ValueError) as err:
+            warn(Warnings.W016.format(path=folder, problem=" ".join(str(err).split())[:200]))
+            shutil.rmtree(folder, ignore_errors=True)
+    logger.info("Building the default pipeline on %s (%d concepts); it is saved in %s for the "
+                "next call", encoder, len(kb), folder)
+    nlp = untrained_pipeline(kb, encoder, stages=FAST_STAGES)
+    _save(nlp, folder)
+    return nlp
+
+
+def _save(nlp: Language, folder: Path) -> None:
+    """Write `nlp` to a folder of its own beside `folder`, then rename it into place
+    (a reader never sees half a pipeline; a concurrent writer's entry is kept)."""
+    partial = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.partial")
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        nlp.to_disk(partial)
+        os.rename(partial, folder)
+    except OSError as err:  # another process renamed first, or the cache is not writable
+        if not folder.is_dir():
+            logger.warning("The default pipeline was not saved in %s (%s): the next call builds "
+                           "it again", folder, err)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+__all__ = ["FAST_STAGES", "default_pipeline", "has_onnx", "pipeline_key"]

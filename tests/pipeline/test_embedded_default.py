@@ -1,0 +1,93 @@
+"""The default pipeline of `link` (no trained pipeline): built once on the fast
+stages (ONNX int8 mention tower, int8 name scan), saved in the cache, loaded
+from it afterwards; keyed by KB, encoder files and version; a damaged entry is
+W016 and built again."""
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+
+from spacy_bioel import Concept, KnowledgeBase
+from spacy_bioel.errors import BioELWarning
+from spacy_bioel.pipeline import embedded_default
+from spacy_bioel.pipeline.embedded_default import default_pipeline, pipeline_key
+from spacy_bioel.pipeline.loading import find_linker
+from tests.utils import needs
+
+pytestmark = needs("onnxruntime", "onnx")
+
+
+def toy_kb(extra: bool = False) -> KnowledgeBase:
+    kb = KnowledgeBase(name="toy")
+    rows = [("D1", "colorectal carcinoma"), ("D2", "myocardial infarction"), ("D3", "asthma")]
+    for cid, name in rows + ([("D4", "migraine")] if extra else []):
+        kb.add(Concept(cid, name))
+    return kb
+
+
+def links(nlp):
+    doc = nlp.make_doc("colon cancer and heart attack")
+    doc.ents = [doc.char_span(0, 12, "Disease"), doc.char_span(17, 29, "Disease")]
+    return [(e.kb_id_, [(c, round(p, 4)) for c, p in e._.kb_ents]) for e in nlp(doc).ents]
+
+
+def entries(cache: Path):
+    folder = cache / "pipelines"
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def test_built_once_then_loaded(tiny_bert_dir, tmp_path, monkeypatch):
+    cache = Path(os.environ["SPACY_BIOEL_CACHE"])
+    first = default_pipeline(toy_kb(), str(tiny_bert_dir))
+    linker = find_linker(first)
+    assert linker.runtime.name == "onnx" and linker.runtime.quantize == "int8"
+    assert linker.index.index_type == "int8"
+    want = links(first)
+    assert entries(cache) == [pipeline_key(toy_kb(), str(tiny_bert_dir))]  # no partial folder left
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("built again instead of loading the saved pipeline")
+
+    monkeypatch.setattr(embedded_default, "untrained_pipeline", no_build)
+    second = default_pipeline(toy_kb(), str(tiny_bert_dir))
+    assert links(second) == want
+
+
+def test_key_follows_kb_and_encoder_files(tiny_bert_dir, tmp_path):
+    import shutil
+
+    key = pipeline_key(toy_kb(), str(tiny_bert_dir))
+    assert key == pipeline_key(toy_kb(), str(tiny_bert_dir))
+    assert key != pipeline_key(toy_kb(extra=True), str(tiny_bert_dir))
+    copy = tmp_path / "encoder"
+    shutil.copytree(tiny_bert_dir, copy)
+    before = pipeline_key(toy_kb(), str(copy))
+    config = copy / "config.json"
+    stat = config.stat()
+    os.utime(config, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # an updated model file
+    assert pipeline_key(toy_kb(), str(copy)) != before
+    assert pipeline_key(toy_kb(), "some-org/a-hub-model") is None  # not ours to digest
+
+
+def test_damaged_entry_is_rebuilt(tiny_bert_dir):
+    cache = Path(os.environ["SPACY_BIOEL_CACHE"])
+    want = links(default_pipeline(toy_kb(), str(tiny_bert_dir)))
+    (key,) = entries(cache)
+    (cache / "pipelines" / key / "config.cfg").write_text("[nlp\nlang = ")
+    with pytest.warns(BioELWarning, match="W016"):
+        again = default_pipeline(toy_kb(), str(tiny_bert_dir))
+    assert links(again) == want
+    assert entries(cache) == [key]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BioELWarning)
+        assert links(default_pipeline(toy_kb(), str(tiny_bert_dir))) == want  # the rebuilt entry
+
+
+def test_no_cache_and_no_onnx(tiny_bert_dir, monkeypatch):
+    cache = Path(os.environ["SPACY_BIOEL_CACHE"])
+    nlp = default_pipeline(toy_kb(), str(tiny_bert_dir), cache=None)
+    assert find_linker(nlp).runtime.name == "onnx" and entries(cache) == []
+    monkeypatch.setattr(embedded_default, "has_onnx", lambda: False)
+    nlp = default_pipeline(toy_kb(), str(tiny_bert_dir))
+    assert find_linker(nlp).runtime.name == "torch" and entries(cache) == []
