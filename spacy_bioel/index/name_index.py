@@ -164,6 +164,12 @@ class NameIndex:
         names = self.names.names
         dim = self._allocate(encode).shape[1]  # the width every cached chunk must have
         cache = EmbeddingCache(folder, cache_key, len(names), self.vectors_dtype)
+        if self.vectors_dtype == "float16" and not cache.path.exists():
+            # the float32 entry of the same names and tower, where one is there: cast, not encoded
+            full = EmbeddingCache(folder, cache_key, len(names), "float32").load(dim)
+            if full is not None:
+                self.resumed_at = len(names)
+                return np.asarray(full, dtype=np.float16)
         chunks = range(0, len(names), ENCODE_CHUNK)
         with progress_bar(total=len(chunks), desc="Encoding names", unit=" chunks",
                           disable=not progress or len(chunks) < 2) as bar:

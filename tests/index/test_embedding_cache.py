@@ -170,3 +170,36 @@ def test_an_untrained_linker_encodes_a_kbs_names_once_per_machine(tiny_bert_dir,
                         or np.asarray(encode(second.index.names.names)))
     second.refresh(force=True)
     assert calls == [None]
+
+
+def test_a_float16_index_reads_the_float32_entry_of_the_same_names(tiny_bert_dir, tmp_path,
+                                                                   monkeypatch):
+    """The embedded default's float16 index on names a float32 index cached before
+    (an earlier version's `link`): cast from that entry, nothing encoded."""
+    import spacy
+
+    from spacy_bioel import Concept, KnowledgeBase
+
+    monkeypatch.setenv("SPACY_BIOEL_CACHE", str(tmp_path / "cache"))
+    kb = KnowledgeBase(name="toy")
+    for cid, name in [("D1", "colorectal carcinoma"), ("D2", "myocardial infarction")]:
+        kb.add(Concept(cid, name))
+
+    def linker(dtype):
+        nlp = spacy.blank("en")
+        pipe = nlp.add_pipe("bioel_linker", config={
+            "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
+                      "max_length": 16},
+            "index": {"@misc": "spacy-bioel.NameIndex.v2", "vectors_dtype": dtype,
+                      "embedding_cache": "auto"}})
+        pipe.set_kb(kb)
+        nlp.initialize(lambda: [])
+        return pipe
+
+    full = linker("float32")
+    assert full.index.resumed_at == 0
+    half = linker("float16")
+    assert half.index.resumed_at == len(full.index.names)  # read, not encoded
+    assert np.array_equal(half.index.store.vectors(),
+                          full.index.store.vectors().astype(np.float16).astype(np.float32))
+    assert not list((tmp_path / "cache" / "names").glob("names-*-f16.npy"))
