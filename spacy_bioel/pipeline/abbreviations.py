@@ -11,6 +11,16 @@ first character is alphanumeric; its long form is the shortest stretch of the
 at most min(|SF| + 5, 2 |SF|) preceding words in which the short form's
 characters occur in order, matched right to left, its first character at the
 start of a word.
+
+Two repairs of that shortest match, from NCBI Disease's errors
+(docs/results/accuracy.md, "Error analysis"):
+- a short form with more capitals than its long form has words takes the words
+  before it while they start with its first letter ("attenuated adenomatous
+  polyposis coli (AAPC)", not "adenomatous polyposis coli"; "congenital chloride
+  diarrhea (CLD)", not "chloride diarrhea");
+- a short form defined earlier inside a long form is replaced by its own long
+  form ("isolated DMS (IDMS)" after "diffuse mesangial sclerosis (DMS)" reads
+  "isolated diffuse mesangial sclerosis").
 """
 from __future__ import annotations
 
@@ -69,11 +79,27 @@ def find_abbreviations(text: str) -> Dict[str, str]:
         if not _is_short_form(short_form) or short_form in out:
             continue
         window = min(len(short_form) + 5, 2 * len(short_form))
-        preceding = " ".join(_preceding_words(text, match.start(), window))
-        long_form = best_long_form(short_form, preceding)
+        words = _preceding_words(text, match.start(), window)
+        long_form = best_long_form(short_form, " ".join(words))
         if long_form:
-            out[short_form] = long_form
+            long_form = _extended(short_form, long_form, words)
+            out[short_form] = " ".join(out.get(word, word) for word in long_form.split())
     return out
+
+
+def _extended(short_form: str, long_form: str, words: List[str]) -> str:
+    """`long_form` (the last words of `words`) with the words before it that start
+    with the short form's first letter, while it has fewer words than the short
+    form has capitals (the one-letter-one-word reading of an all-capital short form)."""
+    capitals = sum(c.isupper() for c in short_form)
+    taken = len(long_form.split())
+    first = short_form[0].lower()
+    while capitals >= 2 and taken < capitals and taken < len(words):
+        word = words[-taken - 1]
+        if not (word.isalpha() and word[0].lower() == first):
+            break
+        taken += 1
+    return " ".join(words[-taken:])
 
 
 __all__ = ["find_abbreviations", "best_long_form"]

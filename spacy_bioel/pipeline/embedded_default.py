@@ -75,7 +75,9 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
     the cache when it was built before (see the module's docstring).
 
     kb: a KnowledgeBase, a .bioelkb file or an embedded KB ('embedded:doid').
-    cache: 'auto', a folder, or None (build it, save nothing).
+    cache: 'auto' (the cache root's `pipelines/`), a folder to keep the pipelines in,
+        or None: built every call and not saved (its names still go through the
+        name index's own embedding cache).
 
     Example:
         >>> nlp = default_pipeline("embedded:doid")  # the first call builds, later ones load

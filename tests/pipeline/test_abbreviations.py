@@ -20,3 +20,21 @@ def test_find_abbreviations():
 ])
 def test_best_long_form(short, preceding, expected):
     assert best_long_form(short, preceding) == expected
+
+
+@pytest.mark.parametrize("text,expected", [
+    # more capitals than words: the words before that start with the first letter join
+    ("implicated in attenuated adenomatous polyposis coli (AAPC) and",
+     {"AAPC": "attenuated adenomatous polyposis coli"}),
+    ("structure of the human congenital chloride diarrhea (CLD) gene",
+     {"CLD": "congenital chloride diarrhea"}),
+    # a word before that starts with another letter, or as many words as capitals: unchanged
+    ("a case of X-linked adrenoleukodystrophy (ALD).", {"ALD": "adrenoleukodystrophy"}),
+    ("have hypokalemic periodic paralysis (HypoPP).", {"HypoPP": "hypokalemic periodic paralysis"}),
+    ("chronic lymphocytic leukemia (CLL)", {"CLL": "chronic lymphocytic leukemia"}),
+    # a short form defined before, inside a long form, reads as its long form
+    ("or diffuse mesangial sclerosis (DMS) and 10 with isolated DMS (IDMS), 10",
+     {"DMS": "diffuse mesangial sclerosis", "IDMS": "isolated diffuse mesangial sclerosis"}),
+])
+def test_shortest_match_repairs(text, expected):
+    assert find_abbreviations(text) == expected
