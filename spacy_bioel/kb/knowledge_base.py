@@ -277,6 +277,18 @@ class KnowledgeBase:
     # -- serialisation ----------------------------------------------------
     def to_bytes(self) -> bytes:
         """Serialise to the compact binary KB format (magic, version, zlib(msgpack))."""
+        body = zlib.compress(self._packed(), 6)
+        return KB_MAGIC + KB_FORMAT_VERSION.to_bytes(2, "little") + body
+
+    def digest(self) -> str:
+        """SHA-256 of everything `to_bytes` writes, without its compression (a cache
+        key: equal for equal KBs, whatever file they were read from)."""
+        import hashlib
+
+        return hashlib.sha256(self._packed()).hexdigest()
+
+    def _packed(self) -> bytes:
+        """The msgpack payload of `to_bytes`."""
         concepts = list(self._concepts.values())
         payload = {
             "name": self.name,
@@ -294,8 +306,7 @@ class KnowledgeBase:
         }
         import srsly
 
-        body = zlib.compress(srsly.msgpack_dumps(payload), 6)
-        return KB_MAGIC + KB_FORMAT_VERSION.to_bytes(2, "little") + body
+        return srsly.msgpack_dumps(payload)
 
     @classmethod
     def from_bytes(cls, data: bytes, *, path: Union[str, Path] = "<bytes>") -> "KnowledgeBase":

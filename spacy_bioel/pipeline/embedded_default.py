@@ -9,7 +9,7 @@ the cache ('auto': $SPACY_BIOEL_CACHE, else $XDG_CACHE_HOME/spacy_bioel or
 saved pipeline (`loading.load_pipeline`, with its integrity checks), which
 imports no PyTorch: ONNX Runtime encodes the mentions.
 
-KEY digests the KB's bytes, the encoder's name and files (path, size and
+KEY digests the KB (`KnowledgeBase.digest`), the encoder's name and files (path, size and
 modification time of each) and this package's version, so another KB, another
 or updated encoder, or an upgrade builds a new entry. An encoder that is not a
 local folder (a hub name) is built every time: its files are not ours to
@@ -64,7 +64,7 @@ def pipeline_key(kb: KnowledgeBase, encoder: str) -> Optional[str]:
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         stat = path.stat()
         digest.update(f"{path.relative_to(folder)}\t{stat.st_size}\t{stat.st_mtime_ns}\n".encode())
-    digest.update(kb.to_bytes())
+    digest.update(kb.digest().encode())
     return digest.hexdigest()[:24]
 
 
@@ -88,7 +88,7 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
         logger.info("The onnx extra is not installed: the default pipeline runs on PyTorch")
         return untrained_pipeline(kb, encoder)
     key = pipeline_key(kb, encoder)
-    root = cache_folder(cache, "pipelines")
+    root = cache_folder(cache, "pipelines") if key is not None else None
     if key is None or root is None:
         return untrained_pipeline(kb, encoder, stages=FAST_STAGES)
     folder = Path(root) / key
