@@ -112,6 +112,11 @@ def evaluate(
                                                     word_weight=word_weight,
                                                     kb_ents_attr=kb_ents_attr, overrides=parsed)
     seconds = time.perf_counter() - start
+    written = max((len(r.candidates) for r in records), default=0)
+    if parsed is not None and 0 < written < k:  # e.g. top_k = 16: recall@64 would read as recall@16
+        logger.info("The linker wrote at most %d candidates per mention: recall@%d is reported, "
+                    "not recall@%d (raise its top_k and retrieve_k to see more)", written, written, k)
+        k = written
     annotate_subsets(records, kb, train_docs)
     report = evaluate_records(records, recall_k=k, n_bootstrap=n_bootstrap,
                               kb=KnowledgeBase.from_disk(hierarchy_kb) if hierarchy_kb else kb)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import typer
 
@@ -151,6 +151,7 @@ def set_stage(
     stage: str = typer.Argument(..., help="candidates | shortcut | type_filter | ranker | nil | runtime | index"),
     function: str = typer.Argument(..., help="A registered name, e.g. spacy-bioel.HybridCandidates.v1, or null"),
     params: List[str] = typer.Option([], "--param", help="KEY=VALUE argument of the function (JSON values), repeatable"),
+    settings: List[str] = typer.Option([], "--setting", help="KEY=VALUE linker setting to change too (e.g. retrieve_k=16), repeatable"),
     name: Optional[str] = typer.Option(None, "--component"),
     verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
@@ -158,28 +159,32 @@ def set_stage(
     kept, nothing is re-encoded): e.g. hybrid candidates, a type filter
     (--param 'allowed={"HP": ["human_phenotype"]}'), the exact-name shortcut,
     the ONNX runtime (--param quantize='"int8"': the mention tower is exported
-    when saving), or another index type over the same embeddings. The config is
+    when saving), or another index type over the same embeddings; `--setting`
+    changes a linker setting as well (e.g. retrieve_k=16). The config is
     updated too."""
     from .evaluate import parse_settings
 
     setup_logging(verbose)
     block = None if function == "null" else {"@misc": function, **parse_settings(params)}
-    nlp, linker_name = swap_stage(pipeline, stage, lambda _: block, name)
+    nlp, linker_name = swap_stage(pipeline, stage, lambda _: block, name, parse_settings(settings))
     output.parent.mkdir(parents=True, exist_ok=True)  # spaCy creates the last folder only
     nlp.to_disk(output)
-    typer.echo(f"{linker_name}.{stage} = {function} {params or ''}; saved to {output}")
+    changed = f"; settings {settings}" if settings else ""
+    typer.echo(f"{linker_name}.{stage} = {function} {params or ''}{changed}; saved to {output}")
 
 
 def swap_stage(pipeline: Path, stage: str, new_block: Callable[[Optional[dict]], Optional[dict]],
-               name: Optional[str] = None):
+               name: Optional[str] = None, settings: Optional[Dict[str, Any]] = None):
     """Load a saved pipeline with one stage of its linker replaced: `new_block`
-    maps the stage's config block (None: no stage) to the new one. The encoder,
-    index and datastore are kept; the config is updated too.
+    maps the stage's config block (None: no stage) to the new one; `settings`
+    (e.g. {"retrieve_k": 16}) change the linker's settings (E172, E175). The
+    encoder, index and datastore are kept; the config is updated too.
     RETURNS (Tuple[Language, str]): the pipeline and the linker's name."""
     from spacy.util import load_config, registry
 
     from ..errors import BioELError, Errors
     from ..pipeline.loading import find_linker, load_with_config
+    from ..pipeline.settings import CHECKS
 
     if stage not in STAGES:
         raise BioELError(Errors.E172.format(key=stage, options=list(STAGES)))
@@ -191,8 +196,14 @@ def swap_stage(pipeline: Path, stage: str, new_block: Callable[[Optional[dict]],
     old = config["components"][linker_name].get(stage)
     block = new_block(dict(old) if old is not None else None)
     config["components"][linker_name][stage] = block
+    for key in settings or {}:
+        if key not in CHECKS:
+            raise BioELError(Errors.E172.format(key=key, options=sorted(CHECKS)))
+    config["components"][linker_name].update(settings or {})
     nlp = load_with_config(pipeline, config)
     linker = find_linker(nlp, linker_name)
     fresh = registry.resolve({"stage": block})["stage"] if block is not None else None
     linker.set_stage(stage, fresh)  # not the saved parameters of the stage it replaces
+    for key, value in (settings or {}).items():
+        linker.set_option(key, value)
     return nlp, linker_name

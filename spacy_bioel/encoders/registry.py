@@ -15,7 +15,7 @@ def create_torch_runtime(threads: int = 0, batch_size: int = 64):
 
 
 @registry.misc("spacy-bioel.OnnxRuntime.v1")
-def create_onnx_runtime(quantize: Optional[str] = None, threads: int = 0, batch_size: int = 64):
+def create_onnx_runtime(quantize: Optional[str] = None, threads: int = 0, batch_size: int = 32):
     """Mentions encoded by ONNX Runtime from the exported mention tower
     (quantize: null, 'int8' or 'int8-all'); needs the `onnx` extra (see `encoders.runtime`)."""
     from .runtime import OnnxRuntime

@@ -26,9 +26,9 @@ def untrained_pipeline(kb: KnowledgeBase, encoder: str, embedding_cache: Optiona
                        stages: Optional[Dict[str, Any]] = None) -> Language:
     """A blank English pipeline whose untrained bioel_linker on `encoder` links
     against `kb`, initialized (every name encoded; through `embedding_cache`, a
-    folder, when given). `stages`: config blocks of the linker that replace the
-    factory's (`embedded_default.FAST_STAGES`: what `link` uses without a
-    trained pipeline)."""
+    folder, when given). `stages`: config of the linker (stage blocks and
+    settings) that replaces the factory's (`embedded_default.FAST_STAGES` and
+    `FAST_SETTINGS`: what `link` uses without a trained pipeline)."""
     import spacy
 
     nlp = spacy.blank("en")

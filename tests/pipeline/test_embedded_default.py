@@ -43,6 +43,7 @@ def test_built_once_then_loaded(tiny_bert_dir, tmp_path, monkeypatch):
     linker = find_linker(first)
     assert linker.runtime.name == "onnx" and linker.runtime.quantize == "int8"
     assert linker.index.index_type == "int8"
+    assert (linker.cfg["retrieve_k"], linker.cfg["top_k"]) == (16, 16)  # FAST_SETTINGS
     want = links(first)
     assert entries(cache) == [pipeline_key(toy_kb(), str(tiny_bert_dir))]  # no partial folder left
 
@@ -70,6 +71,13 @@ def test_key_follows_kb_and_encoder_files(tiny_bert_dir, tmp_path):
     assert pipeline_key(toy_kb(), "some-org/a-hub-model") is None  # not ours to digest
 
 
+def test_key_follows_the_fast_defaults(tiny_bert_dir, monkeypatch):
+    """Other fast settings (or stages) in a new version of the defaults build a new entry."""
+    key = pipeline_key(toy_kb(), str(tiny_bert_dir))
+    monkeypatch.setattr(embedded_default, "FAST_SETTINGS", {"top_k": 8, "retrieve_k": 8})
+    assert pipeline_key(toy_kb(), str(tiny_bert_dir)) != key
+
+
 def test_damaged_entry_is_rebuilt(tiny_bert_dir):
     cache = Path(os.environ["SPACY_BIOEL_CACHE"])
     want = links(default_pipeline(toy_kb(), str(tiny_bert_dir)))
@@ -91,3 +99,4 @@ def test_no_cache_and_no_onnx(tiny_bert_dir, monkeypatch):
     monkeypatch.setattr(embedded_default, "has_onnx", lambda: False)
     nlp = default_pipeline(toy_kb(), str(tiny_bert_dir))
     assert find_linker(nlp).runtime.name == "torch" and entries(cache) == []
+    assert find_linker(nlp).cfg["retrieve_k"] == 16  # the fast settings without the onnx extra

@@ -95,3 +95,27 @@ def test_set_stage_swaps_candidates_and_adds_a_type_filter(tiny_bert_dir, tmp_pa
                                  "--param", 'allowed={"Disease": ["nope"]}'])
     assert result.exit_code != 0 and "E171" in repr(result.exception)  # no concept has the type
 
+
+def test_set_stage_changes_settings_too(tiny_bert_dir, tmp_path):
+    """`--setting retrieve_k=2` is saved with the swapped stage (config and linker);
+    evaluate then reports recall at the candidates written, not at its --k."""
+    write_data(tmp_path)
+    runner = CliRunner()
+    init_pipeline(runner, tmp_path, tiny_bert_dir)
+    result = runner.invoke(app, ["set-stage", str(tmp_path / "pipe"), str(tmp_path / "short"),
+                                 "shortcut", "null", "--setting", "retrieve_k=2", "--setting", "top_k=2"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    loaded = spacy.load(tmp_path / "short")
+    linker = loaded.get_pipe("bioel_linker")
+    assert (linker.cfg["retrieve_k"], linker.cfg["top_k"]) == (2, 2)
+    assert loaded.config["components"]["bioel_linker"]["retrieve_k"] == 2
+    result = runner.invoke(app, ["evaluate", str(tmp_path / "short"), str(tmp_path / "data.spacy"),
+                                 "--kb", str(tmp_path / "kb.bioelkb"), "--output", str(tmp_path / "m.json"),
+                                 "--bootstrap", "0"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    report = srsly.read_json(tmp_path / "m.json")
+    assert "recall@2" in report and "recall@64" not in report and report["meta"]["k"] == 2
+    result = runner.invoke(app, ["set-stage", str(tmp_path / "pipe"), str(tmp_path / "bad"),
+                                 "shortcut", "null", "--setting", "no_such_setting=2"])
+    assert result.exit_code != 0 and "E172" in repr(result.exception)
+
