@@ -199,11 +199,9 @@ def swap_stage(pipeline: Path, stage: str, new_block: Callable[[Optional[dict]],
     for key in settings or {}:
         if key not in CHECKS:
             raise BioELError(Errors.E172.format(key=key, options=sorted(CHECKS)))
-    config["components"][linker_name].update(settings or {})
+    config["components"][linker_name].update(settings or {})  # the factory checks values (E175)
     nlp = load_with_config(pipeline, config)
     linker = find_linker(nlp, linker_name)
     fresh = registry.resolve({"stage": block})["stage"] if block is not None else None
     linker.set_stage(stage, fresh)  # not the saved parameters of the stage it replaces
-    for key, value in (settings or {}).items():
-        linker.set_option(key, value)
     return nlp, linker_name

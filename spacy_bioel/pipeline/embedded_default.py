@@ -53,6 +53,12 @@ FAST_STAGES: Dict[str, Any] = {
 FAST_SETTINGS: Dict[str, Any] = {"top_k": 16, "retrieve_k": 16}
 
 
+def fast_config() -> Dict[str, Any]:
+    """The linker config `link`'s default pipeline is built with: `FAST_STAGES`
+    and `FAST_SETTINGS`."""
+    return {**FAST_STAGES, **FAST_SETTINGS}
+
+
 def has_onnx() -> bool:
     """Whether the `onnx` extra (ONNX Runtime and the exporter) is installed."""
     return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
@@ -66,7 +72,7 @@ def pipeline_key(kb: KnowledgeBase, encoder: str) -> Optional[str]:
         return None
     digest = hashlib.sha256()
     digest.update(f"{__version__}\n{encoder}\n".encode("utf-8"))
-    digest.update(json.dumps([FAST_STAGES, FAST_SETTINGS], sort_keys=True).encode("utf-8"))
+    digest.update(json.dumps(fast_config(), sort_keys=True).encode("utf-8"))
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         stat = path.stat()
         digest.update(f"{path.relative_to(folder)}\t{stat.st_size}\t{stat.st_mtime_ns}\n".encode())
@@ -92,11 +98,11 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
         kb = KnowledgeBase.from_disk(kb)
     if not has_onnx():
         logger.info("The onnx extra is not installed: the default pipeline runs on PyTorch")
-        return untrained_pipeline(kb, encoder, stages=FAST_SETTINGS)
+        return untrained_pipeline(kb, encoder, config=FAST_SETTINGS)
     key = pipeline_key(kb, encoder)
     root = cache_folder(cache, "pipelines") if key is not None else None
     if key is None or root is None:
-        return untrained_pipeline(kb, encoder, stages={**FAST_STAGES, **FAST_SETTINGS})
+        return untrained_pipeline(kb, encoder, config=fast_config())
     folder = Path(root) / key
     if folder.is_dir():
         try:
@@ -108,7 +114,7 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
             shutil.rmtree(folder, ignore_errors=True)
     logger.info("Building the default pipeline on %s (%d concepts); it is saved in %s for the "
                 "next call", encoder, len(kb), folder)
-    nlp = untrained_pipeline(kb, encoder, stages={**FAST_STAGES, **FAST_SETTINGS})
+    nlp = untrained_pipeline(kb, encoder, config=fast_config())
     _save(nlp, folder)
     return nlp
 

@@ -23,18 +23,18 @@ def find_linker(nlp: Language, name: Optional[str] = None) -> BioELLinker:
 
 
 def untrained_pipeline(kb: KnowledgeBase, encoder: str, embedding_cache: Optional[str] = None,
-                       stages: Optional[Dict[str, Any]] = None) -> Language:
+                       config: Optional[Dict[str, Any]] = None) -> Language:
     """A blank English pipeline whose untrained bioel_linker on `encoder` links
     against `kb`, initialized (every name encoded; through `embedding_cache`, a
-    folder, when given). `stages`: config of the linker (stage blocks and
-    settings) that replaces the factory's (`embedded_default.FAST_STAGES` and
+    folder, when given). `config`: the linker's stage blocks and settings that
+    replace the factory's (`embedded_default.FAST_STAGES` and
     `FAST_SETTINGS`: what `link` uses without a trained pipeline)."""
     import spacy
 
     nlp = spacy.blank("en")
     linker = nlp.add_pipe("bioel_linker", config={
         "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": encoder},
-        **(stages or {})})
+        **(config or {})})
     if embedding_cache is not None:
         linker.index.embedding_cache = embedding_cache
     linker.set_kb(kb)
