@@ -113,19 +113,20 @@ def probe(pipeline: Path, train: Path, dev: Path, layers: List[int], epochs: flo
               "loss_curve": curve, "distill_s": round(train_s, 1),  # the teacher's targets included
               "encode_s_per_tower": seconds, "timed_texts": len(timed)}
     if served is not None:
-        from spacy_bioel.encoders.onnx_export import export_mention_encoder
+        from spacy_bioel.encoders.onnx_export import export_mention_encoder, read_graph
 
         graph = export_mention_encoder(linker.model, "int8-all")  # the student is the mention tower now
         if output is not None:
             Path(f"{output}.student_int8.onnx").write_bytes(graph)
-        teacher_graph = Path(served) / "bioel_linker" / "runtime" / "mention.onnx"
+        teacher_path = Path(served) / "bioel_linker" / "runtime" / "mention.onnx"
+        teacher_graph = read_graph(teacher_path)  # its weights inlined (saved beside it)
         result["served"] = {
             "pipeline": str(served),
-            "teacher_dev_acc@1": served_with(served, teacher_graph.read_bytes(), dev),
+            "teacher_dev_acc@1": served_with(served, teacher_graph, dev),
             "student_dev_acc@1": served_with(served, graph, dev),
-            "onnx_s": {"teacher": onnx_seconds(str(teacher_graph), linker.model, timed),
+            "onnx_s": {"teacher": onnx_seconds(str(teacher_path), linker.model, timed),
                        "student": onnx_seconds(graph, linker.model, timed)},
-            "onnx_mb": {"teacher": round(teacher_graph.stat().st_size / 1e6, 1),
+            "onnx_mb": {"teacher": round(len(teacher_graph) / 1e6, 1),
                         "student": round(len(graph) / 1e6, 1)}}
     return result
 

@@ -34,6 +34,11 @@ import numpy as np
 from ..errors import BioELError, Errors
 from ..index.names import top_k
 
+# score cells per block of queries (`search`): the matrix, its negation and
+# argpartition's int64 indices take 16 bytes a cell, so about 4 MB at a time
+# (all 960 NCBI test mentions at once against 5,145 keys peaked 25 MB higher)
+SCORE_CELLS = 1 << 18
+
 Scored = List[Tuple[str, float]]
 
 
@@ -181,17 +186,19 @@ class DatastoreKNN:
             return [[] for _ in range(len(queries))]
         k = min(k, len(self))
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        scores = queries @ self.keys.T  # (batch, n)
-        if exclude is not None and any(key is not None for key in exclude):
-            if self.groups is None:
-                raise BioELError(Errors.E189)
-            for row, key in enumerate(exclude):
+        if exclude is not None and any(key is not None for key in exclude) and self.groups is None:
+            raise BioELError(Errors.E189)
+        values, out = self.values, []
+        rows = max(1, SCORE_CELLS // len(self))
+        for first in range(0, len(queries), rows):  # blocks of queries: a bounded score matrix
+            scores = queries[first:first + rows] @ self.keys.T  # (block, n)
+            for row, key in enumerate(exclude[first:first + rows] if exclude is not None else ()):
                 if key is not None:
                     scores[row, self.groups == key] = -np.inf
-        indices, sims = top_k(scores, k)  # (batch, k), ties by key order
-        values = self.values
-        return [[(values[i], s) for i, s in zip(row_i.tolist(), row_s.tolist())
-                 if s != -np.inf] for row_i, row_s in zip(indices, sims)]
+            indices, sims = top_k(scores, k)  # (block, k), ties by key order
+            out.extend([(values[i], s) for i, s in zip(row_i.tolist(), row_s.tolist())
+                        if s != -np.inf] for row_i, row_s in zip(indices, sims))
+        return out
 
     def to_bytes(self) -> bytes:
         import srsly

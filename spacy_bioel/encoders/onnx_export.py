@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import logging
+import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import BioELError, Errors
+from ..files import replace_file
 
 logger = logging.getLogger(__name__)
 QUANTIZATIONS = (None, "int8", "int8-all")
@@ -129,4 +131,36 @@ def check_export(data: bytes, ids: np.ndarray, mask: np.ndarray, reference: np.n
         raise BioELError(Errors.E179.format(cosine=float(cosine.min()), bound=bound))
 
 
-__all__ = ["export_mention_encoder", "quantize_int8", "check_export", "QUANTIZATIONS", "OPSET"]
+def save_split(data: bytes, graph: Path, weights: Path) -> None:
+    """Write the graph `data` as two files: `graph` (the nodes, a few hundred KB)
+    and `weights` (every initializer of 1 KB or more, in ONNX's external-data
+    layout, named by `graph` relative to its folder). ONNX Runtime then maps the
+    weights from the file instead of parsing them out of the graph and copying
+    them: loading the int8 NCBI tower peaked at 2x the graph's size before
+    (docs/results/speed.md). Each file is replaced whole (weights first)."""
+    import onnx
+    from onnx.external_data_helper import (convert_model_to_external_data,
+                                           write_external_data_tensors)
+
+    model = onnx.load_from_string(data)
+    convert_model_to_external_data(model, all_tensors_to_one_file=True,
+                                   location=weights.name, size_threshold=1024)
+    with tempfile.TemporaryDirectory(dir=graph.parent) as tmp:
+        model = write_external_data_tensors(model, tmp)  # tmp/<weights.name>; clears raw data
+        written = Path(tmp) / weights.name
+        if not written.exists():  # a graph without large initializers
+            written.write_bytes(b"")
+        replace_file(weights, lambda p: shutil.copyfile(written, p))  # the umask's mode, not 0600
+        replace_file(graph, lambda p: p.write_bytes(model.SerializeToString()))
+
+
+def read_graph(graph: Path) -> bytes:
+    """RETURNS (bytes): a saved graph with its external weights inlined (one
+    buffer that `onnxruntime.InferenceSession` takes), whichever way it was saved."""
+    import onnx
+
+    return onnx.load(str(graph), load_external_data=True).SerializeToString()
+
+
+__all__ = ["export_mention_encoder", "quantize_int8", "check_export", "save_split", "read_graph",
+           "QUANTIZATIONS", "OPSET"]

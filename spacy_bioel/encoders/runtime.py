@@ -38,6 +38,8 @@ from .threads import limit_threads
 
 logger = logging.getLogger(__name__)
 ONNX_FILE, ONNX_META = "mention.onnx", "runtime.json"
+# the graph's weights beside it (format 2): mapped by ONNX Runtime, not parsed and copied
+ONNX_DATA = "mention.onnx.data"
 
 
 class TorchRuntime:
@@ -120,6 +122,7 @@ class OnnxRuntime:
         self._tokenizer = None
         self._onnx: Optional[bytes] = None  # exported in this process
         self._file: Optional[PinnedFile] = None  # loaded from a saved pipeline
+        self._data: Optional[PinnedFile] = None  # its weights file (format 2), if split
         self._stale = True
         self.student: Optional[Dict[str, Any]] = None  # what the served student is, if one is
         self.timings: Counter = Counter()  # seconds spent tokenizing (the benchmark's stage shares)
@@ -142,7 +145,8 @@ class OnnxRuntime:
         """Serve `graph` (the ONNX export of a distilled mention tower, quantised as
         this runtime is) in place of the teacher's; `student` describes it
         (layers, texts, epochs, final loss) and is saved in runtime.json."""
-        self._onnx, self._file, self._session, self._stale = graph, None, None, False
+        self._onnx, self._file, self._data = graph, None, None
+        self._session, self._stale = None, False
         self.student = dict(student)
 
     def _ready(self, model) -> None:
@@ -153,18 +157,33 @@ class OnnxRuntime:
             if not is_built(model):
                 raise BioELError(Errors.E168)
             self._onnx = export_mention_encoder(model, self.quantize, self.tower)
-            self._file, self._session, self._stale = None, None, False
+            self._file, self._data, self._session, self._stale = None, None, None, False
             self._tokenizer = batch_tokenizer(model)
             logger.info("Exported the %s tower to ONNX (%s, %.1f MB)", self.tower,
                         self.quantize or "float32", len(self._onnx) / 1e6)
         if self._session is None:  # (again, e.g. in a forked worker): the pinned graph
-            source = self._onnx if self._onnx is not None else (
-                str(self._file.path) if self._file.intact() else self._file.read_bytes())
-            self._session = new_session(source, self.threads)
+            self._session = self._open_session()
         if self._tokenizer is None:
             from .thinc_biencoder import batch_tokenizer
 
             self._tokenizer = batch_tokenizer(model)
+
+    def _open_session(self):
+        """A session of the exported graph, or of the pinned saved one: from its path
+        while the files there are still the pinned ones, else from the pinned bytes
+        (a split graph through a temporary folder: its weights are a second file)."""
+        if self._onnx is not None:
+            return new_session(self._onnx, self.threads)
+        if self._file.intact() and (self._data is None or self._data.intact()):
+            return new_session(str(self._file.path), self.threads)
+        if self._data is None:
+            return new_session(self._file.read_bytes(), self.threads)
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:  # the session maps the weights: kept
+            self._file.copy_to(Path(tmp) / ONNX_FILE)
+            self._data.copy_to(Path(tmp) / ONNX_DATA)
+            return new_session(str(Path(tmp) / ONNX_FILE), self.threads)
 
     def encode(self, model, texts: Sequence[str], batch_size: int) -> np.ndarray:
         """RETURNS (np.ndarray): (len(texts), dim) float32 mention embeddings."""
@@ -192,17 +211,26 @@ class OnnxRuntime:
         return self._tokenizer.cache_keys(texts)
 
     def to_disk(self, folder: Union[str, Path], model) -> None:
-        """Write runtime/mention.onnx (exporting first if the weights changed)
-        and runtime.json; needs the PyTorch module only to export."""
+        """Write runtime/mention.onnx, its weights runtime/mention.onnx.data
+        (exporting first if the weights changed) and runtime.json; needs the
+        PyTorch module only to export. A graph loaded from a pipeline saved in one
+        file (format 1, before the split) is copied as it is."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         if self.needs_model():
             self._ready(model)
         if self._onnx is not None:
-            replace_file(folder / ONNX_FILE, lambda p: p.write_bytes(self._onnx))
+            from .onnx_export import save_split
+
+            save_split(self._onnx, folder / ONNX_FILE, folder / ONNX_DATA)
         else:
             self._file.copy_to(folder / ONNX_FILE)
-        meta = {"format": 1, "quantize": self.quantize, "student": self.student}
+            if self._data is not None:
+                self._data.copy_to(folder / ONNX_DATA)
+        split = self._onnx is not None or self._data is not None
+        if not split and (folder / ONNX_DATA).exists():
+            (folder / ONNX_DATA).unlink()  # saved over a split graph
+        meta = {"format": 2 if split else 1, "quantize": self.quantize, "student": self.student}
         replace_file(folder / ONNX_META, lambda p: p.write_text(json.dumps(meta), encoding="utf-8"))
 
     def from_disk(self, folder: Union[str, Path], tokenizer_file: Union[str, Path],
@@ -217,6 +245,7 @@ class OnnxRuntime:
         except (OSError, ValueError) as err:
             raise BioELError(Errors.E154.format(path=folder / ONNX_META, problem=str(err)))
         self._file, self._onnx = PinnedFile(folder / ONNX_FILE), None
+        self._data = PinnedFile(folder / ONNX_DATA) if meta.get("format", 1) >= 2 else None
         self._session = None
         self._stale = meta.get("quantize") != self.quantize
         self.student = meta.get("student") if not self._stale else None
@@ -224,7 +253,7 @@ class OnnxRuntime:
             warn(Warnings.W015.format(layers=meta["student"].get("layers")))
         if not self._stale:
             static_thresholds()  # loaded to predict: large blocks returned when freed
-            self._session = new_session(str(self._file.path), self.threads)
+            self._session = self._open_session()
             self._tokenizer = BatchTokenizer.from_file(tokenizer_file, max_length)
         return self
 
@@ -232,4 +261,4 @@ class OnnxRuntime:
         return {"quantize": self.quantize, "threads": self.threads, "batch_size": self.batch_size}
 
 
-__all__ = ["TorchRuntime", "OnnxRuntime", "ONNX_FILE", "ONNX_META"]
+__all__ = ["TorchRuntime", "OnnxRuntime", "ONNX_FILE", "ONNX_DATA", "ONNX_META"]

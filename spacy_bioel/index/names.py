@@ -135,14 +135,24 @@ def top_k(scores: np.ndarray, k: int, tie_rank: Optional[np.ndarray] = None
     score competes, and the order is (score desc, tie rank asc, index asc).
     RETURNS (Tuple[np.ndarray, np.ndarray]): (indices, scores), each (batch, min(k, n)).
     """
-    k = min(k, scores.shape[1])
-    if k < scores.shape[1]:
-        part = np.argpartition(-scores, k - 1, axis=1)[:, :k]  # (batch, k)
+    batch, n = scores.shape
+    k = min(k, n)
+    if k < n:
+        part = np.argpartition(scores, n - k, axis=1)[:, n - k:]  # (batch, k): the k largest
         kth = np.take_along_axis(scores, part, axis=1).min(axis=1)  # (batch,)
+        boundary = (scores >= kth[:, None]).sum(axis=1) > k  # a tie reaches past the k-th
     else:
-        kth = scores.min(axis=1)
-    indices = np.empty((scores.shape[0], k), dtype=np.int64)
-    for row in range(scores.shape[0]):
+        part = np.broadcast_to(np.arange(n, dtype=np.int64), (batch, n))
+        kth, boundary = scores.min(axis=1), np.zeros(batch, dtype=bool)
+    indices = np.empty((batch, k), dtype=np.int64)
+    plain = ~boundary  # the partition is the competing set: ordered for all rows at once
+    if plain.any():
+        rows = part[plain]
+        values = np.take_along_axis(scores[plain], rows, axis=1)
+        ties = tie_rank[rows] if tie_rank is not None else rows
+        order = np.lexsort((rows, ties, -values), axis=-1)
+        indices[plain] = np.take_along_axis(rows, order, axis=1)
+    for row in np.flatnonzero(boundary):
         competing = np.flatnonzero(scores[row] >= kth[row])
         ties = tie_rank[competing] if tie_rank is not None else competing
         order = np.lexsort((competing, ties, -scores[row, competing]))[:k]

@@ -93,6 +93,8 @@ class BioELLinker(TrainablePipe):
             value.initialize(self.kb, self.index)
         if hasattr(value, "learn"):
             value.learn(self.train_mentions)
+        if stage == "runtime" and value is not None and value.needs_model():
+            self.require_model("exporting the new runtime's graph")  # a deferred ONNX pipeline's
         setattr(self, stage, value)
         self.model_changed()
 

@@ -80,6 +80,31 @@ def test_datastore_leaves_a_documents_entries_out():
     assert err.value.code == "E155"
 
 
+def test_datastore_search_in_blocks_of_queries_is_the_search_at_once(monkeypatch):
+    """`search` scores a bounded block of queries at a time (SCORE_CELLS): any
+    block size gives the neighbours, similarities and left-out documents of one
+    matrix, here 1 and 3 queries a block against all 30 at once."""
+    import spacy_bioel.datastore.knn as knn
+
+    rng = np.random.default_rng(3)
+    keys = rng.normal(size=(40, 6)).astype(np.float32)
+    keys /= np.linalg.norm(keys, axis=1, keepdims=True)
+    groups = [i % 5 for i in range(40)]
+    store = DatastoreKNN(6)
+    store.add(keys, [f"D{i % 9}" for i in range(40)], groups)
+    queries = keys[:30] + rng.normal(scale=0.1, size=(30, 6)).astype(np.float32)
+    exclude = [i % 5 if i % 3 else None for i in range(30)]
+    monkeypatch.setattr(knn, "SCORE_CELLS", 1 << 30)
+    whole = store.search(queries, k=5, exclude=exclude)
+    assert any(row != plain for row, plain in zip(whole, store.search(queries, k=5)))
+    for cells in (1, 3 * 40):
+        monkeypatch.setattr(knn, "SCORE_CELLS", cells)
+        blocked = store.search(queries, k=5, exclude=exclude)
+        assert [[c for c, _ in row] for row in blocked] == [[c for c, _ in row] for row in whole]
+        for row, want in zip(blocked, whole):
+            assert [s for _, s in row] == pytest.approx([s for _, s in want], abs=1e-6)
+
+
 def test_grid_accuracy_matches_interpolate_mention_by_mention():
     import itertools
 

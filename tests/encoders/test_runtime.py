@@ -48,6 +48,14 @@ def links(nlp):
     return out
 
 
+def same_links(got, want, tolerance=1e-3):
+    """The same candidates in the same order, probabilities equal up to float noise
+    (a rounded 4th decimal can flip)."""
+    return all([c for c, _ in g] == [c for c, _ in w] and
+               all(abs(p - q) <= tolerance for (_, p), (_, q) in zip(g, w))
+               for g, w in zip(got, want)) and len(got) == len(want)
+
+
 @ONNX_EXTRA
 def test_onnx_reproduces_the_torch_mention_tower(tiny_bert_dir):
     nlp = build(tiny_bert_dir)
@@ -149,6 +157,68 @@ def test_a_damaged_onnx_file_is_named(tiny_bert_dir, tmp_path):
     with pytest.raises(BioELError, match="E176") as err:
         spacy.load(tmp_path / "p")
     assert str(graph) in str(err.value)
+
+
+@ONNX_EXTRA
+def test_the_saved_graph_keeps_its_weights_in_a_file_beside_it(tiny_bert_dir, tmp_path):
+    """runtime/mention.onnx holds the nodes, mention.onnx.data the weights (format 2:
+    ONNX Runtime maps them); both are in the manifest; a pipeline saved in one file
+    before the split (format 1) still loads, and is saved again as it was."""
+    import json
+
+    from spacy_bioel.encoders.onnx_export import read_graph
+
+    nlp = build(tiny_bert_dir)
+    want = links(nlp)
+    nlp.to_disk(tmp_path / "p")
+    runtime = tmp_path / "p" / "bioel_linker" / "runtime"
+    graph, data = runtime / "mention.onnx", runtime / "mention.onnx.data"
+    assert json.loads((runtime / "runtime.json").read_text())["format"] == 2
+    assert data.stat().st_size > graph.stat().st_size and data.stat().st_mode == graph.stat().st_mode
+    manifest = json.loads((tmp_path / "p" / "bioel_linker" / "manifest.json").read_text())
+    assert {"runtime/mention.onnx", "runtime/mention.onnx.data"} <= set(manifest["files"])
+    assert links(spacy.load(tmp_path / "p")) == want
+    spacy.load(tmp_path / "p").to_disk(tmp_path / "again")  # copied from the pinned files
+    assert (tmp_path / "again" / "bioel_linker" / "runtime" / "mention.onnx.data").is_file()
+    assert links(spacy.load(tmp_path / "again")) == want
+
+    whole = read_graph(graph)  # as saved before the split
+    graph.write_bytes(whole)
+    data.unlink()
+    (runtime / "runtime.json").write_text(json.dumps({"format": 1, "quantize": None, "student": None}))
+    drop_manifest(tmp_path / "p" / "bioel_linker")
+    old = spacy.load(tmp_path / "p")
+    assert links(old) == want
+    old.to_disk(tmp_path / "p")  # over itself
+    assert not data.exists() and graph.read_bytes() == whole
+    assert links(spacy.load(tmp_path / "p")) == want
+
+    nlp.to_disk(tmp_path / "gone")
+    (tmp_path / "gone" / "bioel_linker" / "runtime" / "mention.onnx.data").unlink()
+    with pytest.raises(BioELError, match="E156") as err:
+        spacy.load(tmp_path / "gone")
+    assert "mention.onnx.data" in str(err.value)
+
+
+@ONNX_EXTRA
+def test_a_new_runtime_on_a_loaded_onnx_pipeline_builds_the_module_to_export(tiny_bert_dir,
+                                                                              tmp_path):
+    """`set-stage PIPE OUT runtime ...` on a pipeline served by ONNX (its PyTorch
+    module deferred): the new runtime exports from the weights, it does not stop
+    at E168 when the graph is saved or a mention encoded."""
+    nlp = build(tiny_bert_dir)
+    want = links(nlp)
+    nlp.to_disk(tmp_path / "p")
+    for quantize in ("int8", None):
+        loaded = spacy.load(tmp_path / "p")
+        linker = loaded.get_pipe("bioel_linker")
+        assert linker.deferred_model is not None
+        linker.set_stage("runtime", OnnxRuntime(quantize=quantize))
+        got = links(loaded)
+        if quantize is None:
+            assert same_links(got, want)
+        loaded.to_disk(tmp_path / f"q{quantize}")
+        assert same_links(links(spacy.load(tmp_path / f"q{quantize}")), got)
 
 
 @ONNX_EXTRA

@@ -129,3 +129,25 @@ def test_errors_of_the_v2_settings():
     for block in ({"vectors_dtype": "int4"}, {"device": "tpu"}, {"nprobe": 0}):
         with pytest.raises(BioELError, match="E175"):
             spacy.registry.resolve({"index": {"@misc": "spacy-bioel.NameIndex.v2", **block}})
+
+
+def test_top_k_orders_by_score_then_tie_rank_then_index_whatever_k():
+    """`top_k` against its definition (every column sorted by score desc, tie rank
+    asc, index asc; the first k), on scores with many ties and -inf, with and
+    without a tie rank, for every k: rows whose ties reach past the k-th place
+    and rows whose partition is the answer alike."""
+    from spacy_bioel.index.names import top_k
+
+    rng = np.random.default_rng(7)
+    scores = rng.integers(0, 4, size=(40, 12)).astype(np.float32)
+    scores[rng.random(scores.shape) < 0.1] = -np.inf
+    scores[:10] += rng.random((10, 12)).astype(np.float32)  # rows without ties
+    tie_rank = rng.permutation(12)
+    for ranks in (None, tie_rank):
+        for k in range(1, 14):
+            got, values = top_k(scores, k, ranks)
+            for row in range(len(scores)):
+                ties = ranks if ranks is not None else np.arange(12)
+                want = sorted(range(12), key=lambda j: (-scores[row, j], ties[j], j))[:k]
+                assert got[row].tolist() == want
+                assert values[row].tolist() == scores[row, want].tolist()
