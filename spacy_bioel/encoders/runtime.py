@@ -4,8 +4,9 @@
   PyTorch bi-encoder, in eval mode under `torch.inference_mode`.
 - `OnnxRuntime` (`spacy-bioel.OnnxRuntime.v1`): the mention tower exported to
   ONNX (float32, or int8 with `quantize = "int8"` / `"int8-all"`) and run by ONNX Runtime. A
-  pipeline saved with it keeps `runtime/mention.onnx`; loading it reads that
-  file and the tokenizer (`tokenizers` alone), and builds the PyTorch module
+  pipeline saved with it keeps `runtime/mention.onnx` and its weights beside it,
+  `runtime/mention.onnx.data` (mapped, not copied, when loaded); loading reads those
+  files and the tokenizer (`tokenizers` alone), and builds the PyTorch module
   only when training, a refresh or saving needs it, so it loads in a fraction
   of the time, and in an environment without PyTorch (docs/results/speed.md).
 

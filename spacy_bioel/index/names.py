@@ -136,7 +136,9 @@ def top_k(scores: np.ndarray, k: int, tie_rank: Optional[np.ndarray] = None
     RETURNS (Tuple[np.ndarray, np.ndarray]): (indices, scores), each (batch, min(k, n)).
     """
     batch, n = scores.shape
-    k = min(k, n)
+    k = max(0, min(k, n))
+    if k == 0:
+        return np.empty((batch, 0), dtype=np.int64), np.empty((batch, 0), dtype=scores.dtype)
     if k < n:
         part = np.argpartition(scores, n - k, axis=1)[:, n - k:]  # (batch, k): the k largest
         kth = np.take_along_axis(scores, part, axis=1).min(axis=1)  # (batch,)

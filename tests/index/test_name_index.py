@@ -151,3 +151,5 @@ def test_top_k_orders_by_score_then_tie_rank_then_index_whatever_k():
                 want = sorted(range(12), key=lambda j: (-scores[row, j], ties[j], j))[:k]
                 assert got[row].tolist() == want
                 assert values[row].tolist() == scores[row, want].tolist()
+    assert top_k(scores, 0)[0].shape == (40, 0) and top_k(scores[:0], 3)[0].shape == (0, 3)
+    assert top_k(np.zeros((2, 0), dtype=np.float32), 3)[0].shape == (2, 0)
