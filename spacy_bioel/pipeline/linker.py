@@ -1,13 +1,11 @@
 """The `bioel_linker` component: a thin `TrainablePipe` that wires registered
-stages and writes annotations.
-
-Stages (config blocks): `index`, `candidates`, `shortcut`, `type_filter`,
-`ranker` (kNN-BioEL eqs. 4-6), `nil`, `runtime` (how mentions are encoded at
-prediction: PyTorch or ONNX Runtime); training only: `negatives`, `fgsm`, `biofeg`
-(docs/component.md, "Stages"). What it knows (KB, index, datastore, training
-mentions): `state.LinkerState`; how a batch is decided, caches included:
-`linking.Decider`; a training update and what follows it: `updates`;
-its settings: `settings.LinkerSettings`. None of them imports this module.
+stages and writes annotations. Stages (config blocks; docs/component.md, "Stages"):
+`index`, `candidates`, `shortcut`, `type_filter`, `ranker` (kNN-BioEL eqs. 4-6),
+`nil`, `runtime` (PyTorch or ONNX Runtime at prediction); training only: `negatives`,
+`fgsm`, `biofeg`. What it knows (KB, index, datastore, training mentions):
+`state.LinkerState`; how a batch is decided, caches included: `linking.Decider`; a
+training update and what follows it: `updates`; its settings:
+`settings.LinkerSettings`. None of them imports this module.
 """
 
 import logging
@@ -94,7 +92,7 @@ class BioELLinker(TrainablePipe):
         if hasattr(value, "learn"):
             value.learn(self.train_mentions)
         if stage == "runtime" and value is not None and value.needs_model():
-            self.require_model("exporting the new runtime's graph")  # a deferred ONNX pipeline's
+            self.require_model("exporting the new runtime's graph")  # keeps: deferred => a graph
         setattr(self, stage, value)
         self.model_changed()
 
