@@ -96,7 +96,8 @@ class ExactCandidates:
         self.lookup = KeyLookup([], [])
 
     def initialize(self, kb: KnowledgeBase, index: NameIndex) -> None:
-        self.lookup = KeyLookup(index.names.keys, index.names.owners.tolist())
+        concepts = list(range(len(index.names.concept_ids)))  # one int object per concept, not per name
+        self.lookup = KeyLookup(index.names.keys, [concepts[o] for o in index.names.owners.tolist()])
 
     def __call__(self, mentions: Sequence[str], queries: np.ndarray, index: NameIndex, k: int,
                  masks: Masks = None) -> List[List[Candidate]]:

@@ -54,7 +54,7 @@ STORE_FORMAT = 3
 BLOCK_BYTES = 8 * 2 ** 20  # scores computed per block of queries (flat search): bounds the peak memory
 BEST_BYTES = 16 * 2 ** 20  # per-concept best scores of the queries that share one pass over the names
 CHUNK_ROWS = 8192  # float16 vectors converted to float32 this many rows at a time
-SCAN_QUERIES = 32  # queries per int8 scan call (int8 types; 32 ran faster than 114 on MEDIC)
+SCAN_QUERIES = 32  # queries per int8 scan call (int8 types; 32 ran faster than 114 on MEDIC, and than 16)
 RESCORE_ROWS = 8192  # proposed names gathered per step when re-scoring (approximate search)
 Hit = Tuple[int, int, float]  # (concept index, name index, score)
 

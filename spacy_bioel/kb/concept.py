@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional, Tuple
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: no dict per concept (about 150 bytes each)
 class Concept:
     """One concept of a knowledge base (a MeSH descriptor, an ontology term, a CUI).
 

@@ -7,6 +7,7 @@ import zlib
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+from sys import intern  # the few scope, type and relation strings: one object each
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ..errors import BioELError, Errors, KBFormatError, Warnings
@@ -335,9 +336,9 @@ class KnowledgeBase:
                     *(payload[key] for key in keys)):
                 if not isinstance(cid, str) or not isinstance(name, str):
                     raise TypeError(f"concept id or name of type {type(cid).__name__}")
-                kb._concepts[cid] = Concept(cid, name, tuple(syns), tuple(scopes), tuple(types),
-                                            definition, tuple(alts),
-                                            tuple((r[0], r[1]) for r in rels))
+                kb._concepts[cid] = Concept(cid, name, tuple(syns), tuple(map(intern, scopes)),
+                                            tuple(map(intern, types)), definition, tuple(alts),
+                                            tuple((intern(r[0]), r[1]) for r in rels))
             kb._alt_to_primary = dict(payload["alt_map"])
             if any(target not in kb._concepts for target in kb._alt_to_primary.values()):
                 raise ValueError("an alternate id points to no concept")

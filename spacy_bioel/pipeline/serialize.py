@@ -24,6 +24,7 @@ from spacy import util
 
 from ..datastore.knn import DatastoreKNN
 from ..encoders.thinc_biencoder import is_built
+from ..encoders.tokenize import BatchTokenizer
 from ..errors import BioELError, Errors, Warnings, warn
 from ..kb.knowledge_base import KnowledgeBase
 from ..files import member, replace_file, unlink_links
@@ -223,10 +224,11 @@ def _load_weights(linker: Saved, path: Path, dim: Optional[int], exclude,
     if runtime.has_files and "runtime" not in exclude and (path / "runtime").is_dir() \
             and tokenizer_file.exists():
         deferred = DeferredModel(path, dim, concept_tower, digest)
-        check_vocabulary(_vocab_size(tokenizer_file), deferred.vocab_size, path / "encoder")
+        backend = _read_tokenizer(tokenizer_file)  # read once: the check and the runtime
+        check_vocabulary(backend.get_vocab_size(), deferred.vocab_size, path / "encoder")
         try:
-            runtime.from_disk(path / "runtime", tokenizer_file,
-                              int(linker.model.attrs.get("max_length") or 25))
+            runtime.from_disk(path / "runtime", BatchTokenizer(
+                backend, int(linker.model.attrs.get("max_length") or 25), copy=False))
         except BioELError:
             raise
         except Exception as err:  # onnxruntime's errors (InvalidProtobuf, ...) derive from Exception
@@ -241,11 +243,12 @@ def _load_weights(linker: Saved, path: Path, dim: Optional[int], exclude,
     linker.model_changed()
 
 
-def _vocab_size(tokenizer_file: Path) -> Optional[int]:
+def _read_tokenizer(tokenizer_file: Path):
+    """The `tokenizers.Tokenizer` of `tokenizer_file` (E176 when it does not parse)."""
     from tokenizers import Tokenizer
 
     try:
-        return Tokenizer.from_file(str(tokenizer_file)).get_vocab_size()
+        return Tokenizer.from_file(str(tokenizer_file))
     except Exception as err:  # tokenizers raises its own Exception type
         raise damaged(tokenizer_file, "encoder", f"{type(err).__name__}: {str(err)[:200]}")
 

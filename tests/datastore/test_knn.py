@@ -105,6 +105,46 @@ def test_datastore_search_in_blocks_of_queries_is_the_search_at_once(monkeypatch
             assert [s for _, s in row] == pytest.approx([s for _, s in want], abs=1e-6)
 
 
+def test_datastore_keeps_each_distinct_key_once_with_the_search_of_every_entry():
+    """Repeated training mentions share one key row: the search (neighbours in
+    training order among exact ties, left-out documents) is the brute-force
+    search over every entry's key, and a datastore saved with every key (the
+    earlier format) loads to the same store."""
+    import io
+
+    import srsly
+
+    rng = np.random.default_rng(5)
+    base = rng.normal(size=(12, 6)).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    picks = rng.integers(0, 12, size=90)
+    keys, values, groups = base[picks], [f"D{p % 4}{i % 2}" for i, p in enumerate(picks)], picks % 5
+    store = DatastoreKNN(6)
+    store.add(keys, values, groups.tolist())
+    assert store._unique.shape == (len(set(picks.tolist())), 6)
+    assert np.array_equal(store.keys, keys)
+    queries = base[:8] + rng.normal(scale=0.05, size=(8, 6)).astype(np.float32)
+    exclude = [int(groups[i]) if i % 2 else None for i in range(8)]
+    found = store.search(queries, k=7, exclude=exclude)
+    scores = queries @ keys.T
+    for i, row in enumerate(found):
+        allowed = [j for j in range(90) if exclude[i] is None or groups[j] != exclude[i]]
+        best = sorted(allowed, key=lambda j: (-round(float(scores[i, j]), 5), j))[:7]
+        assert [c for c, _ in row] == [values[j] for j in best]
+        assert [s for _, s in row] == pytest.approx([scores[i, j] for j in best], abs=1e-5)
+    saved = DatastoreKNN.from_bytes(store.to_bytes())
+    assert saved.search(queries, k=7, exclude=exclude) == found
+    buffer = io.BytesIO()
+    np.save(buffer, keys)
+    earlier = srsly.msgpack_dumps({"dim": 6, "keys": buffer.getvalue(), "values": values,
+                                   "groups": groups.tolist()})
+    assert DatastoreKNN.from_bytes(earlier).search(queries, k=7, exclude=exclude) == found
+    broken = srsly.msgpack_loads(store.to_bytes())
+    broken["rows"][0] = 99
+    with pytest.raises(ValueError):
+        DatastoreKNN.from_bytes(srsly.msgpack_dumps(broken))
+
+
 def test_grid_accuracy_matches_interpolate_mention_by_mention():
     import itertools
 

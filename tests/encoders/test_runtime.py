@@ -70,6 +70,41 @@ def test_onnx_reproduces_the_torch_mention_tower(tiny_bert_dir):
 
 
 @ONNX_EXTRA
+def test_a_batch_of_long_texts_is_split_to_a_token_budget(tiny_bert_dir, monkeypatch):
+    """No ONNX Runtime call holds more than batch_size * TOKENS_PER_TEXT tokens
+    (padding included): long texts run in smaller calls, each padded to its own
+    longest text, and get the embeddings of one call (float32: to rounding)."""
+    import spacy_bioel.encoders.runtime as runtime_module
+
+    nlp = build(tiny_bert_dir)
+    linker = nlp.get_pipe("bioel_linker")
+    texts = [f"{' '.join(['a much longer disease mention'] * (1 + i % 3))} {i}" for i in range(9)]
+    texts += ["x", "colon cancer"]
+    want = embed_texts(linker.model, texts, "mention")
+    linker.runtime.encode(linker.model, texts, batch_size=8)  # exported, session opened
+    shapes = []
+    session = linker.runtime._session
+
+    class Recording:
+        def run(self, outputs, feeds):
+            shapes.append(feeds["input_ids"].shape)
+            assert feeds["input_ids"].flags.c_contiguous
+            return session.run(outputs, feeds)
+
+    monkeypatch.setattr(linker.runtime, "_session", Recording())
+    monkeypatch.setattr(runtime_module, "TOKENS_PER_TEXT", 3)
+    got = linker.runtime.encode(linker.model, texts, batch_size=8)
+    assert np.allclose(got, want, atol=1e-5)
+    assert max(rows * width for rows, width in shapes) <= 8 * 3 or \
+        all(rows == 1 for rows, width in shapes if rows * width > 8 * 3)
+    assert len(shapes) > 2 and sum(rows for rows, _ in shapes) == len(texts)
+    monkeypatch.setattr(runtime_module, "TOKENS_PER_TEXT", 1000)
+    shapes.clear()
+    linker.runtime.encode(linker.model, texts, batch_size=8)
+    assert [rows for rows, _ in shapes] == [8, 3]  # short enough: the batches as they were
+
+
+@ONNX_EXTRA
 def test_the_concept_tower_exports_too(tiny_bert_dir):
     """`tower="concept"` (benchmark-index --encode-with onnx) encodes with the
     concept tower, not the mention tower, when the two differ."""
