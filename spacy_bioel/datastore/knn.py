@@ -158,10 +158,7 @@ class DatastoreKNN:
         # each distinct key once (first-seen order) and every entry's row there: a
         # corpus repeats its mentions (NCBI train: 1,581 distinct keys of 5,145, so
         # 2.4 MB instead of 7.9 and a third of the matmul); scores are the same
-        self._unique = np.zeros((0, dim), dtype=np.float32)
-        self._rows = np.zeros(0, dtype=np.int64)
-        self.values: List[str] = []
-        self.groups: Optional[np.ndarray] = None
+        self._set(np.zeros((0, dim), dtype=np.float32), np.zeros(0, dtype=np.int64), [], None)
 
     def __len__(self) -> int:
         return len(self.values)
@@ -194,6 +191,9 @@ class DatastoreKNN:
              groups: Optional[Sequence[int]]) -> None:
         self._unique, self._rows, self.values = unique, rows, list(values)
         self.groups = None if groups is None else np.asarray(groups, dtype=np.int64)
+        self._key_values: List[List[str]] = [[] for _ in range(len(unique))]
+        for value, row in zip(self.values, rows.tolist()):  # each key's values, training order
+            self._key_values[row].append(value)
 
     def search(self, queries: np.ndarray, k: int,
                exclude: Optional[Sequence[Optional[int]]] = None) -> List[Scored]:
@@ -203,23 +203,52 @@ class DatastoreKNN:
 
         RETURNS (List[List[Tuple[str, float]]]): per query, at most k neighbours.
         """
-        if not len(self):
-            return [[] for _ in range(len(queries))]
         k = min(k, len(self))
+        if k < 1:
+            return [[] for _ in range(len(queries))]
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if exclude is not None and any(key is not None for key in exclude) and self.groups is None:
             raise BioELError(Errors.E189)
         values, out = self.values, []
         rows = max(1, SCORE_CELLS // len(self))
-        for first in range(0, len(queries), rows):  # blocks of queries: a bounded score matrix
-            scores = (queries[first:first + rows] @ self._unique.T)[:, self._rows]  # (block, n)
-            for row, key in enumerate(exclude[first:first + rows] if exclude is not None else ()):
-                if key is not None:
-                    scores[row, self.groups == key] = -np.inf
-            indices, sims = top_k(scores, k)  # (block, k), ties by key order
-            out.extend([(values[i], s) for i, s in zip(row_i.tolist(), row_s.tolist())
-                        if s != -np.inf] for row_i, row_s in zip(indices, sims))
+        for first in range(0, len(queries), rows):  # blocks of queries: bounded score matrices
+            distinct = queries[first:first + rows] @ self._unique.T  # (block, distinct keys)
+            held = exclude[first:first + rows] if exclude is not None else [None] * len(distinct)
+            found = self._nearest_distinct(distinct, k, held)
+            each = [row for row, hits in enumerate(found) if hits is None]
+            if each:  # scored entry by entry: a document left out, or an exact tie
+                scores = distinct[each][:, self._rows]  # (rows, n)
+                for at, row in enumerate(each):
+                    if held[row] is not None:
+                        scores[at, self.groups == held[row]] = -np.inf
+                indices, sims = top_k(scores, k)  # ties by entry order
+                for row, row_i, row_s in zip(each, indices, sims):
+                    found[row] = [(values[i], s) for i, s in zip(row_i.tolist(), row_s.tolist())
+                                  if s != -np.inf]
+            out.extend(found)
         return out
+
+    def _nearest_distinct(self, distinct: np.ndarray, k: int,
+                          held: Sequence[Optional[int]]) -> List[Optional[Scored]]:
+        """Each row's k nearest entries read off its distinct keys' scores: the best
+        keys, each key's entries in training order (its entries share its score).
+        None for a row that leaves a document out, or where two competing keys tie
+        exactly (their entries would interleave): `search` scores those per entry."""
+        top, sims = top_k(distinct, k)
+        tied = ((distinct >= sims[:, -1:]).sum(axis=1) > top.shape[1]) | \
+            (sims[:, 1:] == sims[:, :-1]).any(axis=1)
+        found: List[Optional[Scored]] = []
+        for row, (keys, scores) in enumerate(zip(top.tolist(), sims.tolist())):
+            if held[row] is not None or tied[row]:
+                found.append(None)
+                continue
+            hits: Scored = []
+            for key, score in zip(keys, scores):
+                hits.extend((value, score) for value in self._key_values[key][:k - len(hits)])
+                if len(hits) == k:
+                    break
+            found.append(hits)
+        return found
 
     def to_bytes(self) -> bytes:
         import srsly

@@ -145,6 +145,20 @@ def test_datastore_keeps_each_distinct_key_once_with_the_search_of_every_entry()
         DatastoreKNN.from_bytes(srsly.msgpack_dumps(broken))
 
 
+def test_datastore_entries_of_keys_that_tie_exactly_come_in_training_order():
+    """Two distinct keys at exactly the same similarity: their entries interleave
+    in training order (entry by entry), not key after key."""
+    keys = np.eye(3, dtype=np.float32)[[0, 1, 0, 2, 1]]
+    store = DatastoreKNN(3)
+    store.add(keys, ["A0", "B1", "A2", "C3", "B4"])
+    query = np.array([[1.0, 1.0, 0.0]], dtype=np.float32) / np.sqrt(2)
+    assert [c for c, _ in store.search(query, k=4)[0]] == ["A0", "B1", "A2", "B4"]
+    assert [c for c, _ in store.search(query, k=1)[0]] == ["A0"]
+    plain = np.array([[1.0, 0.2, 0.0]], dtype=np.float32)
+    assert [c for c, _ in store.search(plain, k=4)[0]] == ["A0", "A2", "B1", "B4"]
+    assert store.search(plain, k=0) == [[]]
+
+
 def test_grid_accuracy_matches_interpolate_mention_by_mention():
     import itertools
 
