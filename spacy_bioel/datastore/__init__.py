@@ -1,4 +1,5 @@
 """kNN datastore of training-mention embeddings (kNN-BioEL)."""
-from .knn import DatastoreKNN, interpolate, knn_distribution, model_distribution
+from .interpolation import interpolate, knn_distribution, model_distribution
+from .knn import DatastoreKNN
 
 __all__ = ["DatastoreKNN", "interpolate", "knn_distribution", "model_distribution"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..validation import MAX_TEMPERATURE, MAX_TOP_K, MIN_TEMPERATURE, as_bool, as_float, as_int
-from .knn import interpolate, model_distribution
+from .interpolation import interpolate, model_distribution
 
 RankCandidate = Tuple[str, float, float]
 

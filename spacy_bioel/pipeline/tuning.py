@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from spacy.tokens import Doc
 
-from ..datastore.knn import grid_accuracy
+from ..datastore.interpolation import grid_accuracy
 from ..kb.ids import split_gold_ids
 from .linker import BioELLinker
 from .decisions import prefers_later

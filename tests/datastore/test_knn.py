@@ -162,7 +162,7 @@ def test_datastore_entries_of_keys_that_tie_exactly_come_in_training_order():
 def test_grid_accuracy_matches_interpolate_mention_by_mention():
     import itertools
 
-    from spacy_bioel.datastore.knn import grid_accuracy, interpolate
+    from spacy_bioel.datastore.interpolation import grid_accuracy, interpolate
 
     rng = np.random.default_rng(0)
     ids = [f"D{i}" for i in range(12)]

@@ -1,7 +1,7 @@
 """The ranker stage against the interpolation of kNN-BioEL eqs. 4-6."""
 import pytest
 
-from spacy_bioel.datastore.knn import interpolate, model_distribution
+from spacy_bioel.datastore.interpolation import interpolate, model_distribution
 from spacy_bioel.datastore.ranker import KNNRanker
 
 CANDIDATES = [("D1", 0.9, 0.9), ("D2", 0.85, 0.85), ("D3", 0.5, 0.5)]
