@@ -127,20 +127,23 @@ class DatastoreKNN:
         keys, each key's entries in training order (its entries share its score).
         None for a row that leaves a document out, or where two competing keys tie
         exactly (their entries would interleave): `search` scores those per entry."""
-        top, sims = top_k(distinct, k)
-        tied = ((distinct >= sims[:, -1:]).sum(axis=1) > top.shape[1]) | \
+        found: List[Optional[Scored]] = [None] * len(distinct)
+        open_rows = [row for row, key in enumerate(held) if key is None]
+        if not open_rows:
+            return found
+        scored = distinct[open_rows]
+        top, sims = top_k(scored, k)
+        tied = ((scored >= sims[:, -1:]).sum(axis=1) > top.shape[1]) | \
             (sims[:, 1:] == sims[:, :-1]).any(axis=1)
-        found: List[Optional[Scored]] = []
-        for row, (keys, scores) in enumerate(zip(top.tolist(), sims.tolist())):
-            if held[row] is not None or tied[row]:
-                found.append(None)
+        for row, keys, scores, tie in zip(open_rows, top.tolist(), sims.tolist(), tied):
+            if tie:
                 continue
             hits: Scored = []
             for key, score in zip(keys, scores):
                 hits.extend((value, score) for value in self._key_values[key][:k - len(hits)])
                 if len(hits) == k:
                     break
-            found.append(hits)
+            found[row] = hits
         return found
 
     def to_bytes(self) -> bytes:
@@ -183,8 +186,7 @@ def distinct_rows(keys: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     seen: Dict[bytes, int] = {}
     rows = np.fromiter((seen.setdefault(row.tobytes(), len(seen)) for row in keys),
                        dtype=np.int64, count=len(keys))
-    first = np.full(len(seen), len(keys), dtype=np.int64)
-    np.minimum.at(first, rows, np.arange(len(keys)))
+    first = np.unique(rows, return_index=True)[1]  # ids are numbered in first-seen order
     return np.ascontiguousarray(keys[first]), rows
 
 

@@ -11,8 +11,8 @@ imports no PyTorch: ONNX Runtime encodes the mentions.
 
 KEY digests the KB (`KnowledgeBase.digest`), the encoder's name and files (path,
 size and modification time of each), the fast stages and settings, the layout of
-an entry (`CACHE_LAYOUT`) and this package's version, so another KB, another or updated encoder, other defaults or
-an upgrade builds a new entry. An encoder that is not a local folder (a hub
+an entry (`CACHE_LAYOUT`) and this package's version, so another KB, another or
+updated encoder, other defaults or an upgrade builds a new entry. An encoder that is not a local folder (a hub
 name) is built every time: its files are not ours to digest. A saved entry that
 fails to load is W016 and built again; two processes building the same entry
 each write their own folder and the first rename wins. Without the `onnx` extra

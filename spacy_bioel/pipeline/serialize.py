@@ -224,11 +224,10 @@ def _load_weights(linker: Saved, path: Path, dim: Optional[int], exclude,
     if runtime.has_files and "runtime" not in exclude and (path / "runtime").is_dir() \
             and tokenizer_file.exists():
         deferred = DeferredModel(path, dim, concept_tower, digest)
-        backend = _read_tokenizer(tokenizer_file)  # read once: the check and the runtime
-        check_vocabulary(backend.get_vocab_size(), deferred.vocab_size, path / "encoder")
+        tokenizer = _read_tokenizer(tokenizer_file, int(linker.model.attrs.get("max_length") or 25))
+        check_vocabulary(tokenizer.backend.get_vocab_size(), deferred.vocab_size, path / "encoder")
         try:
-            runtime.from_disk(path / "runtime", BatchTokenizer(
-                backend, int(linker.model.attrs.get("max_length") or 25), copy=False))
+            runtime.from_disk(path / "runtime", tokenizer)  # read once: the check and the runtime
         except BioELError:
             raise
         except Exception as err:  # onnxruntime's errors (InvalidProtobuf, ...) derive from Exception
@@ -243,12 +242,10 @@ def _load_weights(linker: Saved, path: Path, dim: Optional[int], exclude,
     linker.model_changed()
 
 
-def _read_tokenizer(tokenizer_file: Path):
-    """The `tokenizers.Tokenizer` of `tokenizer_file` (E176 when it does not parse)."""
-    from tokenizers import Tokenizer
-
+def _read_tokenizer(tokenizer_file: Path, max_length: int) -> BatchTokenizer:
+    """The batch tokenizer of `tokenizer_file` (E176 when it does not parse)."""
     try:
-        return Tokenizer.from_file(str(tokenizer_file))
+        return BatchTokenizer.from_file(tokenizer_file, max_length)
     except Exception as err:  # tokenizers raises its own Exception type
         raise damaged(tokenizer_file, "encoder", f"{type(err).__name__}: {str(err)[:200]}")
 
