@@ -96,8 +96,7 @@ class ExactCandidates:
         self.lookup = KeyLookup([], [])
 
     def initialize(self, kb: KnowledgeBase, index: NameIndex) -> None:
-        concepts = list(range(len(index.names.concept_ids)))  # one int object per concept, not per name
-        self.lookup = KeyLookup(index.names.keys, [concepts[o] for o in index.names.owners.tolist()])
+        self.lookup = KeyLookup(index.names.key_ids, index.names.owners)
 
     def __call__(self, mentions: Sequence[str], queries: np.ndarray, index: NameIndex, k: int,
                  masks: Masks = None) -> List[List[Candidate]]:

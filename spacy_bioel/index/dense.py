@@ -50,11 +50,11 @@ INT8_TYPES = ("int8", "flat_int8")  # searched by the int8 scan (`int8_scan`) on
 FAISS_TYPES = ("hnsw", "ivfpq", "hnsw_sq8", "ivf_sq8")
 BACKENDS = ("auto", "faiss", "torch", "numpy")
 VECTOR_DTYPES = ("float32", "float16")
-STORE_FORMAT = 3
+STORE_FORMAT = 4  # 4: int8 names in blocks (3 still loads)
 BLOCK_BYTES = 8 * 2 ** 20  # scores computed per block of queries (flat search): bounds the peak memory
 BEST_BYTES = 16 * 2 ** 20  # per-concept best scores of the queries that share one pass over the names
 CHUNK_ROWS = 8192  # float16 vectors converted to float32 this many rows at a time
-SCAN_QUERIES = 32  # queries per int8 scan call (int8 types; 32 ran faster than 114 on MEDIC, and than 16)
+SCAN_QUERIES = 64  # queries per int8 scan call (int8 types; with int8_scan.BLOCK_NAMES: see there)
 RESCORE_ROWS = 8192  # proposed names gathered per step when re-scoring (approximate search)
 Hit = Tuple[int, int, float]  # (concept index, name index, score)
 
@@ -111,7 +111,7 @@ class DenseCandidateStore:
         self.embeddings: Optional[np.ndarray] = None  # (n_names, dim), float32 or float16
         self._index = None  # FAISS index (approximate types)
         self._scan = None  # the int8 name scan of the int8 types (built on first search)
-        self._int8: Optional[Tuple[np.ndarray, np.ndarray]] = None  # its int8 names and scales
+        self._int8: Optional[Tuple[np.ndarray, np.ndarray, int]] = None  # its names, scales, block
         self._matrix = None  # torch tensor on `device` (torch backend)
         self._starts = np.zeros((0,), dtype=np.int64)  # first row of each concept's names
         self._segment_owner = np.zeros((0,), dtype=np.int64)
@@ -260,8 +260,9 @@ class DenseCandidateStore:
         if self.index_type == "flat" or self._matrix is not None:
             return self._search_flat(queries, k, allowed, names)
         if self.index_type in INT8_TYPES:
-            # few queries per call: its score matrix and gathered names stay small and cached
-            block = int(max(1, min(SCAN_QUERIES, 4 * BLOCK_BYTES // (4 * max(1, len(self))))))
+            # few queries per call: the score matrix of a block of names stays small
+            scanned = max(1, min(len(self), self.int8_names()[2]))  # names per scan block
+            block = int(max(1, min(SCAN_QUERIES, 4 * BLOCK_BYTES // (4 * scanned))))
             return self._search_approximate(queries, k, expansion, allowed, block)
         return self._search_approximate(queries, k, expansion, allowed)
 
@@ -285,30 +286,39 @@ class DenseCandidateStore:
             if self._scan is None:
                 from .int8_scan import Int8Scan
 
-                self._scan = Int8Scan(*self.int8_names(),
-                                      self.embeddings if self.index_type == "flat_int8" else None)
-            return self._scan.top(queries, pool)
+                weights, scales, block = self.int8_names()
+                self._scan = Int8Scan(weights, scales, self.dim, block)
+            indices, scores = self._scan.top(queries, pool)
+            return indices, (self._rescore(queries, indices) if self.index_type == "flat_int8"
+                             else scores)
         indices = self._index.search(queries, pool)[1]
         return indices, self._rescore(queries, indices)
 
-    def int8_names(self) -> Tuple[np.ndarray, np.ndarray]:
-        """RETURNS: the (dim, n_names) int8 names and (n_names,) scales that a
-        store of an int8 type scans (`int8_scan.quantize_names`), as loaded with the
-        store or quantised once here."""
+    def int8_names(self) -> Tuple[np.ndarray, np.ndarray, int]:
+        """RETURNS: the flat int8 names, (n_names,) scales and names per block
+        that a store of an int8 type scans (`int8_scan.quantize_names`), as
+        loaded with the store or quantised once here."""
         if self._int8 is None:
-            from .int8_scan import quantize_names
+            from . import int8_scan
 
-            self._int8 = quantize_names(self.vectors())
+            block = int8_scan.BLOCK_NAMES
+            self._int8 = (*int8_scan.quantize_names(self.vectors(), block), block)
         return self._int8
 
-    def set_int8_names(self, weights: np.ndarray, scales: np.ndarray) -> None:
-        """Use saved int8 names (`int8_names` of the same vectors; memory maps)."""
-        if weights.dtype != np.int8 or scales.dtype != np.float32 or \
-                weights.shape != (self.dim, len(self)) or scales.shape != (len(self),):
-            raise ValueError(f"int8 names of shape {weights.shape} ({weights.dtype}) and scales "
-                             f"{scales.shape} ({scales.dtype}), not ({self.dim}, {len(self)}) int8 "
-                             f"and ({len(self)},) float32")
-        self._int8, self._scan = (weights, scales), None
+    def set_int8_names(self, weights: np.ndarray, scales: np.ndarray,
+                       block: Optional[int] = None) -> None:
+        """Use saved int8 names (`int8_names` of the same vectors; memory maps):
+        (n_names * dim,) in blocks of `block` names, or one (dim, n_names)
+        matrix (saved before blocks: one block)."""
+        n = len(self)
+        if weights.ndim == 2 and weights.shape == (self.dim, n):
+            block = max(1, n)
+        if weights.dtype != np.int8 or scales.dtype != np.float32 or weights.size != self.dim * n \
+                or weights.ndim not in (1, 2) or scales.shape != (n,) or not block or block < 1:
+            raise ValueError(f"int8 names of shape {weights.shape} ({weights.dtype}), blocks of "
+                             f"{block} and scales {scales.shape} ({scales.dtype}), not "
+                             f"({self.dim * n},) int8 in blocks and ({n},) float32")
+        self._int8, self._scan = (weights, scales, int(block)), None
 
     def _search_flat(self, queries: np.ndarray, k: int, allowed, names: bool) -> List[List[Hit]]:
         n_names, k = len(self), min(k, len(self._starts))

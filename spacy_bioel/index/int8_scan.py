@@ -3,22 +3,26 @@ by ONNX Runtime and the best `pool` names proposed; `DenseCandidateStore.
 _search_approximate` keeps each concept's best. An `int8` index takes the
 scan's scores as they are (the stored float vectors are never read to search:
 neither resident nor paged in); a `flat_int8` index re-scores the proposed names
-exactly from the stored vectors.
+exactly from the stored vectors (`DenseCandidateStore._rescore`).
 
 Each name vector is quantised symmetrically to int8 with its own scale
 (max |v| / 127), the queries dynamically to uint8 by ONNX Runtime's
 `DynamicQuantizeMatMul` (com.microsoft), and `TopK` keeps the best names: one
 pass over 1 byte per dimension instead of a float32 matmul over every name,
-with no FAISS. The proposed names are then gathered from the stored vectors
-and scored exactly in the same graph. The graph holds no weights
-(`assets/int8_scan_{float16,float32}.onnx`, built by `scan_graph`): the int8
-names and the stored vectors are handed to the session as initializers, so
-nothing is written to disk and the stored vectors are not copied.
+with no FAISS. The names are held in blocks of `BLOCK_NAMES` (each block's
+(dim, size) matrix contiguous, so a block is a view of the saved file): each
+block is scanned on its own and the blocks' best names merged, so the score
+buffer holds a block's scores, not every name's: on MEDIC's 72,968 names, 64
+queries a call take 6.3 MB, where 32 queries over every name took 9.3 MB, and
+the scan of 3,600 queries 1.01-1.05 s against 1.06-1.09 s (blocks of 16,384
+names: 4.2 MB, 1.16-1.21 s; of 36,864: 9.4 MB, 0.94-0.97 s). The graph holds no
+weights (`assets/int8_scan.onnx`, built by `scan_graph`): a block's int8
+names and scales are inputs of each call, handed over without a copy.
 
 On the natural corpus (MEDIC's 72,968 names, 3,600 mention queries, 2 CPU
-cores) scanning and re-scoring take about 1 s against 2.9 s for the float32
-matmul of the exact search; the exactly best name was among the 256 proposed
-for every query, and NCBI and BC5CDR dev predictions are identical to the exact
+cores) the scan takes about 1 s against 2.9 s for the float32 matmul of the
+exact search; the exactly best name was among the 256 proposed for every
+query, and NCBI and BC5CDR dev predictions are identical to the exact
 search's. Without the re-scoring (`int8`) NCBI and BC5CDR dev Acc@1 and kb_id_
 accuracy are unchanged too; Acc@5 moves by up to 0.25 points
 (docs/results/speed.md).
@@ -31,7 +35,7 @@ References:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -39,49 +43,35 @@ from ..encoders.onnx_sessions import new_session, track
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 QUANTIZE_ROWS = 1024  # names quantised this many at a time (no float32 copy; 8192 peaked 30 MB higher)
+BLOCK_NAMES = 24576  # names per scanned block (the score buffer: queries x block x 4 bytes)
+Block = Tuple[int, np.ndarray, np.ndarray]  # (first name row, (dim, size) int8 names, (size,) scales)
 
 
-GRAPHS = ("float16", "float32", "scores")  # re-scoring from float16 / float32 vectors, or not
+def graph_file() -> Path:
+    """The packaged weightless scan graph (`scan_graph`)."""
+    return ASSETS / "int8_scan.onnx"
 
 
-def graph_file(kind: str) -> Path:
-    """The packaged scan graph: `kind` 'float16' or 'float32' re-scores from
-    stored vectors of that dtype, 'scores' returns the int8 scan's scores."""
-    return ASSETS / f"int8_scan_{kind}.onnx"
-
-
-def scan_graph(kind: str) -> bytes:
-    """The weightless graph: queries (batch, dim) float32 and k (1,) int64 ->
-    indices (batch, k) of the best names by the int8 scan, and their scores
-    (batch, k): for `kind` 'float16' or 'float32', exact from the stored vectors
-    V (n, dim) of that dtype; for 'scores', the scan's own. W (dim, n) int8,
-    scale (n,), zp (n,) and V are placeholders that the session's initializers
-    replace. Needs `onnx`; the package ships its output (`graph_file`)."""
-    from onnx import TensorProto, helper, numpy_helper
+def scan_graph() -> bytes:
+    """The weightless graph: queries (batch, dim) float32, a block's names W
+    (dim, size) int8, their scales (size,) float32 and zero points (size,) int8,
+    and k (1,) int64 -> indices (batch, k) of the block's best names by the int8
+    scan and their scores (batch, k). Needs `onnx`; the package ships its
+    output (`graph_file`)."""
+    from onnx import TensorProto, helper
 
     nodes = [helper.make_node("DynamicQuantizeMatMul", ["queries", "W", "scale", "zp"], ["scores"],
                               domain="com.microsoft"),
              helper.make_node("TopK", ["scores", "k"], ["values", "indices"], axis=1)]
-    placeholders = [numpy_helper.from_array(np.zeros((1, 1), np.int8), "W"),
-                    numpy_helper.from_array(np.ones(1, np.float32), "scale"),
-                    numpy_helper.from_array(np.zeros(1, np.int8), "zp")]
-    output = "values"
-    if kind != "scores":
-        nodes += [helper.make_node("Gather", ["V", "indices"], ["picked"], axis=0),
-                  helper.make_node("Cast", ["picked"], ["picked32"], to=TensorProto.FLOAT),
-                  helper.make_node("Unsqueeze", ["queries", "last"], ["column"]),
-                  helper.make_node("MatMul", ["picked32", "column"], ["exact3"]),
-                  helper.make_node("Squeeze", ["exact3", "last"], ["exact"])]
-        placeholders += [numpy_helper.from_array(np.zeros((1, 1), dtype=kind), "V"),
-                         numpy_helper.from_array(np.array([-1], np.int64), "last")]
-        output = "exact"
     graph = helper.make_graph(
         nodes, "bioel_int8_scan",
         [helper.make_tensor_value_info("queries", TensorProto.FLOAT, ["batch", "dim"]),
+         helper.make_tensor_value_info("W", TensorProto.INT8, ["dim", "size"]),
+         helper.make_tensor_value_info("scale", TensorProto.FLOAT, ["size"]),
+         helper.make_tensor_value_info("zp", TensorProto.INT8, ["size"]),
          helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
         [helper.make_tensor_value_info("indices", TensorProto.INT64, ["batch", "pool"]),
-         helper.make_tensor_value_info(output, TensorProto.FLOAT, ["batch", "pool"])],
-        placeholders)
+         helper.make_tensor_value_info("values", TensorProto.FLOAT, ["batch", "pool"])])
     model = helper.make_model(graph, producer_name="spacy-bioel",
                               opset_imports=[helper.make_opsetid("", 17),
                                              helper.make_opsetid("com.microsoft", 1)])
@@ -89,62 +79,110 @@ def scan_graph(kind: str) -> bytes:
     return model.SerializeToString()
 
 
-def quantize_names(vectors: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """RETURNS: (dim, n) int8 names (transposed for the matmul) and their (n,)
-    float32 scales; a zero vector keeps scale 1."""
+def quantize_names(vectors: np.ndarray, block: Optional[int] = None
+                   ) -> Tuple[np.ndarray, np.ndarray]:
+    """RETURNS: the (n * dim,) int8 names in blocks of `block` names
+    (None: `BLOCK_NAMES`), each
+    block's (dim, size) matrix contiguous (transposed for the matmul), and their
+    (n,) float32 scales; a zero vector keeps scale 1."""
     n, dim = vectors.shape
-    weights = np.empty((dim, n), dtype=np.int8)
+    weights = np.empty(n * dim, dtype=np.int8)
     scales = np.empty(n, dtype=np.float32)
-    for start in range(0, n, QUANTIZE_ROWS):
-        rows = np.asarray(vectors[start:start + QUANTIZE_ROWS], dtype=np.float32)
-        scale = np.abs(rows).max(axis=1) / 127.0
-        scale[scale == 0] = 1.0
-        scales[start:start + len(rows)] = scale
-        weights[:, start:start + len(rows)] = np.rint(rows / scale[:, None]).T
+    for first, names in name_blocks(weights, scales, dim, block or BLOCK_NAMES):
+        size = names.shape[1]
+        for start in range(0, size, QUANTIZE_ROWS):
+            end = min(size, start + QUANTIZE_ROWS)
+            rows = np.asarray(vectors[first + start:first + end], dtype=np.float32)
+            scale = np.abs(rows).max(axis=1) / 127.0
+            scale[scale == 0] = 1.0
+            scales[first + start:first + start + len(rows)] = scale
+            names[:, start:start + len(rows)] = np.rint(rows / scale[:, None]).T
     return weights, scales
 
 
-class Int8Scan:
-    """An ONNX Runtime session that proposes the best names of each query and
-    scores them (exactly, or by the scan).
+def name_blocks(weights: np.ndarray, scales: np.ndarray, dim: int, block: int
+                ) -> List[Tuple[int, np.ndarray]]:
+    """RETURNS: (first name row, (dim, size) view) of each block of the flat
+    int8 names (`quantize_names`; a (dim, n) matrix, as saved before blocks,
+    is one block of n names)."""
+    n = len(scales)
+    flat = weights.reshape(-1)
+    block = max(1, min(int(block), n)) if n else 1
+    return [(first, flat[dim * first:dim * min(n, first + block)].reshape(dim, -1))
+            for first in range(0, n, block)]
 
-    weights, scales: `quantize_names(vectors)`, as saved with the store (memory
-        maps: nothing is quantised at load or first search).
-    vectors (Optional[np.ndarray]): (n_names, dim) float32 or float16 stored
-        vectors to score the proposed names exactly from (shared, not copied);
-        None: the scan's scores are returned and no float vector is read.
+
+def reblock(weights: np.ndarray, scales: np.ndarray, dim: int, block: int,
+            new_block: Optional[int] = None) -> Tuple[np.ndarray, int]:
+    """RETURNS: the same int8 names in blocks of `new_block` (None:
+    `BLOCK_NAMES`; exact: no name is
+    quantised again), and that block size; names already so are returned as
+    they are. Saves a store loaded with its names in one (dim, n) matrix in blocks."""
+    n, new_block = len(scales), new_block or BLOCK_NAMES
+    if n == 0 or min(block, n) == min(new_block, n):
+        return weights, block
+    old = name_blocks(weights, scales, dim, block)
+    out = np.empty(n * dim, dtype=np.int8)
+    for first, names in name_blocks(out, scales, dim, new_block):
+        end = first + names.shape[1]
+        for start, source in old:  # the old blocks that overlap this one
+            lo, hi = max(first, start), min(end, start + source.shape[1])
+            if lo < hi:
+                names[:, lo - first:hi - first] = source[:, lo - start:hi - start]
+    return out, new_block
+
+
+class Int8Scan:
+    """An ONNX Runtime session that proposes the best names of each query by the
+    int8 scan, block by block.
+
+    weights, scales: `quantize_names(vectors, block)`, as saved with the store
+        (memory maps: nothing is quantised at load or first search).
+    dim (int): The embedding size.
+    block (int): Names per block of `weights`.
     """
 
-    def __init__(self, weights: np.ndarray, scales: np.ndarray,
-                 vectors: Optional[np.ndarray] = None) -> None:
+    def __init__(self, weights: np.ndarray, scales: np.ndarray, dim: int, block: int) -> None:
         import onnxruntime
 
         self.n_names = len(scales)
+        ortvalue = onnxruntime.OrtValue.ortvalue_from_numpy
+        zero = np.zeros(min(self.n_names, block), dtype=np.int8)
         # the session reads these buffers (it does not copy them): they live as long as it does
-        arrays = {"W": weights, "scale": scales, "zp": np.zeros(len(scales), dtype=np.int8)}
-        if vectors is not None:
-            arrays["V"] = np.ascontiguousarray(vectors)
-        self.graph = arrays["V"].dtype.name if vectors is not None else "scores"
-        self._arrays = tuple(arrays.values())
-        self._values = {name: onnxruntime.OrtValue.ortvalue_from_numpy(array)
-                        for name, array in arrays.items()}
+        self._arrays = (weights, scales, zero)
+        self._blocks = [(first, ortvalue(names), ortvalue(scales[first:first + names.shape[1]]),
+                         ortvalue(zero[:names.shape[1]]), names.shape[1])
+                        for first, names in name_blocks(weights, scales, dim, block)]
         self._session = None
         track(self)  # its session is dropped in a forked worker
 
     def _ready(self):
         if self._session is None:
-            self._session = new_session(graph_file(self.graph).read_bytes(),
-                                        initializers=self._values)
+            self._session = new_session(graph_file().read_bytes())
         return self._session
 
     def top(self, queries: np.ndarray, pool: int) -> Tuple[np.ndarray, np.ndarray]:
         """RETURNS: (batch, min(pool, n)) int64 name rows, best first by the int8
-        scan, and their float32 scores (exact when re-scoring)."""
+        scan (equal scores: the lower row first), and their float32 scores."""
+        import onnxruntime
+
         pool = min(pool, self.n_names)
-        indices, exact = self._ready().run(None, {
-            "queries": np.ascontiguousarray(queries, dtype=np.float32),
-            "k": np.array([pool], dtype=np.int64)})
-        return indices, exact
+        session = self._ready()
+        query_value = onnxruntime.OrtValue.ortvalue_from_numpy(
+            np.ascontiguousarray(queries, dtype=np.float32))
+        indices, values = [], []
+        for first, names, scales, zero, size in self._blocks:
+            k = onnxruntime.OrtValue.ortvalue_from_numpy(np.array([min(pool, size)], dtype=np.int64))
+            found, scores = session.run_with_ort_values(
+                ["indices", "values"], {"queries": query_value, "W": names, "scale": scales,
+                                        "zp": zero, "k": k})
+            indices.append(found.numpy() + first)
+            values.append(scores.numpy())
+        if len(indices) == 1:
+            return indices[0], values[0]
+        indices, values = np.concatenate(indices, axis=1), np.concatenate(values, axis=1)
+        order = np.lexsort((indices, -values), axis=1)[:, :pool]
+        return np.take_along_axis(indices, order, 1), np.take_along_axis(values, order, 1)
 
 
-__all__ = ["Int8Scan", "scan_graph", "quantize_names", "graph_file", "GRAPHS"]
+__all__ = ["Int8Scan", "scan_graph", "quantize_names", "name_blocks", "reblock", "graph_file", "BLOCK_NAMES"]

@@ -27,7 +27,7 @@ INT8_SCALES = "names_scale.npy"
 
 def save_store(store: DenseCandidateStore, folder: Union[str, Path]) -> None:
     """Write `store.json`, `vectors.npy` (the embeddings), `owners.npy`, the
-    int8 names of an int8 store and, for approximate types,
+    int8 names of an int8 store (in blocks, `int8_scan.BLOCK_NAMES`) and, for approximate types,
     `faiss.index`, each through a temporary file."""
     folder = Path(folder)
     if folder.is_file():  # a store saved by an older version (one msgpack file)
@@ -39,7 +39,11 @@ def save_store(store: DenseCandidateStore, folder: Union[str, Path]) -> None:
     _replace_file(folder / "vectors.npy", lambda p: _save_npy(p, store.vectors()))
     _replace_file(folder / "owners.npy", lambda p: _save_npy(p, store.owners))
     if store.index_type in INT8_TYPES and len(store):
-        weights, scales = store.int8_names()
+        from .int8_scan import reblock
+
+        weights, scales, block = store.int8_names()
+        weights, block = reblock(weights, scales, store.dim, block)  # e.g. loaded as one (dim, n) matrix
+        meta["int8_block"] = block
         _replace_file(folder / INT8_NAMES, lambda p: _save_npy(p, weights))
         _replace_file(folder / INT8_SCALES, lambda p: _save_npy(p, scales))
     else:
@@ -91,7 +95,8 @@ def load_store(folder: Union[str, Path], concept_ids: Sequence[str], *,
         if meta["index_type"] in INT8_TYPES and (folder / INT8_NAMES).exists():
             store.set_int8_names(np.load(folder / INT8_NAMES, mmap_mode="r" if mmap else None,
                                          allow_pickle=False),
-                                 np.load(folder / INT8_SCALES, allow_pickle=False))
+                                 np.load(folder / INT8_SCALES, allow_pickle=False),
+                                 meta.get("int8_block"))
         if needs_faiss:
             import faiss
             # read into memory: FAISS's IO_FLAG_MMAP turns inverted lists into on-disk

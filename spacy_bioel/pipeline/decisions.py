@@ -11,7 +11,8 @@ expansion is the more specific of the two (untrained default, NCBI dev Acc@1
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from array import array
+from typing import Any, Dict, List, Tuple
 
 SUPPORT_TIE = 1e-5
 Retrieved = List[Dict[str, Any]]  # per mention alternative: candidates, neighbours
@@ -42,4 +43,28 @@ def decide_entity(alternatives: Retrieved, ranker, nil, top_k: int) -> Dict[str,
     return result
 
 
-__all__ = ["decide_entity", "prefers_later", "SUPPORT_TIE", "NIL_WITHOUT_ALNUM", "Retrieved"]
+def pack_decision(decision: Dict[str, Any]) -> Tuple[Any, ...]:
+    """A decision as a cache holds it: its candidate ids in a tuple, their
+    probabilities in one float64 array and its other fields in a tuple (about
+    600 bytes for 16 candidates, against 1.8 KB for the dict of (id, p) tuples:
+    4 MB less over the natural benchmark corpus' 3,500 decisions). Exact:
+    `unpack_decision` gives back an equal dict."""
+    candidates = decision["candidates"]
+    if all(len(c) == 2 for c in candidates):
+        ids = tuple(c[0] for c in candidates)
+        probs = array("d", [c[1] for c in candidates])
+    else:  # not (id, p) pairs: kept as they are
+        ids, probs = tuple(candidates), None
+    rest = tuple((k, v) for k, v in decision.items() if k != "candidates")
+    return ids, probs, rest
+
+
+def unpack_decision(packed: Tuple[Any, ...]) -> Dict[str, Any]:
+    """RETURNS (Dict[str, Any]): a fresh decision dict from `pack_decision`."""
+    ids, probs, rest = packed
+    candidates = list(zip(ids, probs)) if probs is not None else list(ids)
+    return {"candidates": candidates, **dict(rest)}
+
+
+__all__ = ["decide_entity", "prefers_later", "pack_decision", "unpack_decision",
+           "SUPPORT_TIE", "NIL_WITHOUT_ALNUM", "Retrieved"]

@@ -27,8 +27,10 @@ def test_name_table_groups_and_max(kb):
     assert table.max_per_concept(scores).tolist() == [[2, 5, 7, 9]]
     from spacy_bioel.kb.normalize import normalize_text
 
-    assert table.keys == [normalize_text(n) for n in table.names]  # the lookups' keys, aligned
-    assert table.keys[-1] == "liver tumour of infancy"
+    from spacy_bioel.index.names import key_id
+
+    assert table.key_ids.tolist() == [key_id(normalize_text(n)) for n in table.names]  # aligned
+    assert table.key_ids[-1] == key_id("liver tumour of infancy")
 
 
 def test_top_k_sorted_with_index_ties():

@@ -105,7 +105,7 @@ def test_exact_and_sparse_candidates_carry_dense_similarities():
 def test_exact_lookup_lists_every_concept_of_a_shared_name_in_kb_order():
     """The exact-match lookup (built at every load) gives each normalised name
     its concepts in KB order: one for most names, all of them for a name that
-    concepts share (KeyLookup keeps lists only for those)."""
+    concepts share (KeyLookup holds 64-bit key ids, not the strings)."""
     kb = KnowledgeBase(name="shared")
     for cid, name, syns in [("A", "Cold", ("common cold", "rhinitis")), ("B", "COLD", ("chill",)),
                             ("C", "chills", ("cold", "Chill")), ("D", "fever", ())]:
@@ -121,6 +121,28 @@ def test_exact_lookup_lists_every_concept_of_a_shared_name_in_kb_order():
     mentions = ["a cold", "Cold!", "Fever"]
     rows = exact(mentions, encode(mentions), index, k=2)
     assert [[ids[c] for c, _, _ in row] for row in rows] == [[], ["A", "B"], ["D"]]
+
+
+def test_the_key_lookup_agrees_with_a_dict_of_the_key_strings():
+    from spacy_bioel.index.names import KeyLookup, key_id
+
+    rng = np.random.default_rng(0)
+    words = ["cold", "fever", "chill", "flu", "ache", "rash", "cough", "pain"]
+    keys, owners = [], []
+    for concept in range(300):  # each concept 1-4 distinct keys; many keys shared between concepts
+        for key in {" ".join(rng.choice(words, size=rng.integers(1, 3))) for _ in range(rng.integers(1, 5))}:
+            keys.append(key)
+            owners.append(concept)
+    want = {}
+    for key, owner in zip(keys, owners):
+        want.setdefault(key, []).append(owner)
+    lookup = KeyLookup([key_id(k) for k in keys], owners)
+    assert len(lookup) == len(keys)
+    for key, concepts in want.items():
+        assert lookup.get(key) == concepts  # every concept, concept order
+    for missing in ["", "colds", "zzz zzz", "fever fever fever"]:
+        assert lookup.get(missing) is None and lookup.get(missing, []) == []
+    assert KeyLookup([], []).get("cold") is None
 
 
 def test_hybrid_with_zero_sparse_weight_is_dense_and_fusion_adds_recall():

@@ -2,6 +2,8 @@
 the top-names path and the per-concept path agree, ties included), the
 approximate indexes recall most of the exact top-k, and what is saved loads
 by memory map into the same answers."""
+import json
+
 import numpy as np
 import pytest
 
@@ -301,13 +303,56 @@ def test_a_thread_cap_reopens_the_scan_session_with_it(data):
         onnx_sessions.cap_threads(0)
 
 
-def test_flat_int8_scan_graphs_are_the_packaged_ones():
-    """The packaged weightless graphs are what `scan_graph` builds (no drift)."""
+def test_flat_int8_scan_graph_is_the_packaged_one():
+    """The packaged weightless graph is what `scan_graph` builds (no drift)."""
     pytest.importorskip("onnx")
-    from spacy_bioel.index.int8_scan import GRAPHS, graph_file, scan_graph
+    from spacy_bioel.index.int8_scan import graph_file, scan_graph
 
-    for kind in GRAPHS:
-        assert graph_file(kind).read_bytes() == scan_graph(kind)
+    assert graph_file().read_bytes() == scan_graph()
+
+
+@pytest.mark.parametrize("index_type", dense.INT8_TYPES)
+def test_the_scan_in_blocks_finds_what_one_pass_finds(data, tmp_path, monkeypatch, index_type):
+    """Names scanned in blocks (here 128 names, the last block 48) propose the
+    same rows with the same scores as one pass over every name, exact ties
+    across blocks by the lower row; saved and loaded, the same again, and a
+    store saved with its names in one (dim, n) matrix (store format 3) loads,
+    searches the same and is saved in blocks, byte for byte."""
+    from spacy_bioel.index import int8_scan
+
+    names, owners, queries, concept_ids = data
+    names = np.vstack([names, names[:5]])  # rows 1200-1204 tie exactly with rows 0-4
+    owners = np.r_[owners, np.full(5, owners.max())]
+    one = DenseCandidateStore(concept_ids, 16, index_type=index_type)
+    one.add(names, owners)
+    one_block = one.int8_names()[2]  # quantised in one block, before the block size changes
+    monkeypatch.setattr(int8_scan, "BLOCK_NAMES", 128)
+    blocks = DenseCandidateStore(concept_ids, 16, index_type=index_type)
+    blocks.add(names, owners)
+    assert blocks.int8_names()[2] == 128 and one_block > len(names)
+    for pool in (1, 7, 64, 300):
+        want_rows, want_scores = one._propose(queries, pool)
+        rows, scores = blocks._propose(queries, pool)
+        assert np.array_equal(rows, want_rows) and np.array_equal(scores, want_scores)
+    ties = blocks._propose(names[:5], 2)[0]
+    assert ties[:, 0].tolist() == [0, 1, 2, 3, 4] and ties[:, 1].tolist() == [1200, 1201, 1202, 1203, 1204]
+    want = one.search_names(queries, 10)
+    assert blocks.search_names(queries, 10) == want
+    save_store(blocks, tmp_path / "blocks")
+    assert json.loads((tmp_path / "blocks" / "store.json").read_text())["int8_block"] == 128
+    assert load_store(tmp_path / "blocks", concept_ids).search_names(queries, 10) == want
+    # format 3: one (dim, n) matrix, no block size
+    weights, scales, _ = one.int8_names()
+    save_store(one, tmp_path / "old")
+    np.save(tmp_path / "old" / "names_int8.npy", weights.reshape(16, len(names)))
+    meta = json.loads((tmp_path / "old" / "store.json").read_text())
+    del meta["int8_block"]
+    (tmp_path / "old" / "store.json").write_text(json.dumps({**meta, "format": 3}))
+    old = load_store(tmp_path / "old", concept_ids)
+    assert old.int8_names()[2] == len(names) and old.search_names(queries, 10) == want
+    save_store(old, tmp_path / "old")
+    assert np.array_equal(np.load(tmp_path / "old" / "names_int8.npy"), blocks.int8_names()[0])
+    assert load_store(tmp_path / "old", concept_ids).int8_names()[2] == 128
 
 
 @pytest.mark.parametrize("index_type", ["flat", "int8", "flat_int8", "hnsw_sq8", "ivf_sq8"])
@@ -345,10 +390,11 @@ def test_flat_int8_names_are_saved_and_never_quantised_at_load(data, tmp_path, m
     want = store.search_names(queries, 7)
     save_store(store, tmp_path / "index")
     weights, scales = int8_scan.quantize_names(names.astype("float16"))
+    assert weights.shape == (len(names) * 16,)
     assert np.array_equal(np.load(tmp_path / "index" / "names_int8.npy"), weights)
     assert np.array_equal(np.load(tmp_path / "index" / "names_scale.npy"), scales)
 
-    def refuse(vectors):
+    def refuse(vectors, block=None):
         raise AssertionError("quantised again")
 
     monkeypatch.setattr(int8_scan, "quantize_names", refuse)
@@ -359,7 +405,7 @@ def test_flat_int8_names_are_saved_and_never_quantised_at_load(data, tmp_path, m
     (tmp_path / "index" / "names_int8.npy").unlink()  # saved before the int8 names were
     (tmp_path / "index" / "names_scale.npy").unlink()
     assert load_store(tmp_path / "index", concept_ids).search_names(queries, 7) == want
-    np.save(tmp_path / "index" / "names_int8.npy", weights[:, :-1])
+    np.save(tmp_path / "index" / "names_int8.npy", weights[:-16])
     np.save(tmp_path / "index" / "names_scale.npy", scales[:-1])
     with pytest.raises(BioELError) as err:
         load_store(tmp_path / "index", concept_ids)

@@ -12,7 +12,7 @@ from spacy.tokens import Span
 
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.encoders import thinc_biencoder
-from spacy_bioel.pipeline.cache import LRUCache
+from spacy_bioel.pipeline.cache import DecisionCache, LRUCache
 from tests.utils import spy_encoder, tiny_linker_config
 
 
@@ -149,6 +149,28 @@ def test_the_cache_is_bounded():
     off = LRUCache(0)
     off.put("a", "A")
     assert off.get("a") is None
+
+
+@pytest.mark.parametrize("candidates", [
+    [("D012878", 0.2015116412879315), ("C562393", 1e-300), ("D1", 0.0)],
+    [],
+    [("D1", 0.5, 0.25)],  # not (id, p) pairs: kept as they are
+])
+def test_a_decision_comes_back_from_the_cache_equal_and_fresh(candidates):
+    decision = {"candidates": candidates, "nil_score": 0.0495, "is_nil": False,
+                "probability": 0.9505, "support": 0.99208742, "similarity": None,
+                "reason": "exact_shortcut"}
+    cache = DecisionCache(4)
+    cache.put("a", decision)
+    first, second = cache.get("a"), cache.get("a")
+    assert first == decision and second == decision
+    assert list(first) == list(decision)  # the same keys in the same order
+    first["candidates"].append(("X", 1.0))  # a caller's change does not reach the cache
+    assert cache.get("a") == decision and first is not second
+    assert cache.get("b") is None
+    off = DecisionCache(0)
+    off.put("a", decision)
+    assert off.get("a") is None and len(off) == 0
 
 
 def test_cache_keys_are_the_texts_the_encoder_sees(nlp):
