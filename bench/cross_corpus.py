@@ -7,15 +7,40 @@ of the new KB encoded by its own concept tower (through the embedding cache
 when the tower is the frozen base model, shared with the untrained encoder),
 its kNN datastore kept (its training mentions resolved against the new KB).
 Nothing is saved. Acc@1 and kb_id_ accuracy as `evaluate` counts them.
+
+Ablations (`ABLATIONS`) say which part of a trained linker carries its corpus'
+annotation habits to the other corpus: each adds a row per trained linker with
+that part switched off in memory ('knn': the datastore of training mentions;
+'defer': the shortcut's deference to training mentions, so every unique KB name
+is linked by the shortcut; 'nil': the NIL stage, so kb_id_ is the top candidate).
 """
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 logger = logging.getLogger(__name__)
 UNTRAINED = "untrained"
+ABLATIONS = ("knn", "defer", "nil")
+
+
+def ablate(nlp, part: str):
+    """Switch `part` (one of `ABLATIONS`) of `nlp`'s linker off, in memory."""
+    from spacy_bioel.pipeline.loading import find_linker
+
+    linker = find_linker(nlp)
+    if part == "knn":
+        linker.ranker.set_params(use_knn=False)
+    elif part == "defer":
+        if getattr(linker.shortcut, "contradicted", None) is not None:
+            linker.shortcut.set_params(defer_to_training=False)
+            linker.shortcut.contradicted = set()
+    elif part == "nil":
+        linker.nil.set_params(threshold=None)  # NIL only without candidates
+    else:
+        raise ValueError(f"unknown ablation {part!r}: one of {', '.join(ABLATIONS)}")
+    return nlp
 
 
 def restage(nlp, kb, cache: Optional[Path]):
@@ -31,11 +56,12 @@ def restage(nlp, kb, cache: Optional[Path]):
 
 
 def cross_corpus(pipelines: Dict[str, str], tests: Dict[str, Path], kb_path: Path,
-                 cache: Optional[Path] = None, encoder: str = "embedded:all-MiniLM-L6-v2"
-                 ) -> Dict[str, object]:
+                 cache: Optional[Path] = None, encoder: str = "embedded:all-MiniLM-L6-v2",
+                 ablations: Sequence[str] = ()) -> Dict[str, object]:
     """Per (pipeline, test set): n, Acc@1, Acc@5, kb_id_ accuracy, right links
     answered NIL. `pipelines` maps a label to a saved pipeline, or to
-    'untrained' for the base encoder as `add_pipe` gives it."""
+    'untrained' for the base encoder as `add_pipe` gives it; each of `ablations`
+    adds the rows of every saved pipeline with that part off ('LABEL -knn')."""
     import spacy
 
     from spacy_bioel.cli._app import read_docs
@@ -44,11 +70,19 @@ def cross_corpus(pipelines: Dict[str, str], tests: Dict[str, Path], kb_path: Pat
     from spacy_bioel.kb.knowledge_base import KnowledgeBase
     from spacy_bioel.pipeline.loading import untrained_pipeline
 
+    for part in ablations:
+        if part not in ABLATIONS:
+            raise ValueError(f"unknown ablation {part!r}: one of {', '.join(ABLATIONS)}")
     kb = KnowledgeBase.from_disk(kb_path)
+    runs = [(label, path, None) for label, path in pipelines.items()]
+    runs += [(f"{label} -{part}", path, part) for part in ablations
+             for label, path in pipelines.items() if path != UNTRAINED]
     rows: List[Dict[str, object]] = []
-    for label, path in pipelines.items():
+    for label, path, part in runs:
         nlp = untrained_pipeline(kb, encoder, None if cache is None else str(cache)) \
             if path == UNTRAINED else restage(spacy.load(path), kb, cache)
+        if part is not None:
+            ablate(nlp, part)
         for test_label, test_path in tests.items():
             records = link_records(nlp, read_docs([test_path]))[0]
             metrics = linking_metrics(records, n_bootstrap=0)
@@ -70,4 +104,4 @@ def markdown(result: Dict[str, object]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["cross_corpus", "restage", "markdown", "UNTRAINED"]
+__all__ = ["cross_corpus", "restage", "ablate", "markdown", "UNTRAINED", "ABLATIONS"]

@@ -29,3 +29,29 @@ def test_a_linker_restaged_on_another_kb_links_against_it(tiny_bert_dir, tmp_pat
     assert saved_row["acc@1"] == untrained_row["acc@1"]
     assert any((tmp_path / "cache").rglob("*"))  # the names were encoded into the cache
     assert "| saved | toy | 3 |" in markdown(result)
+
+
+def test_ablations_switch_a_part_of_each_trained_linker_off(tiny_bert_dir, tmp_path):
+    """`--ablate knn|defer|nil` adds a row per trained linker (not the untrained
+    encoder) with that part off; an unknown part is refused before anything runs."""
+    import pytest
+    import spacy
+
+    from bench.cross_corpus import ablate
+    from spacy_bioel.pipeline.loading import find_linker
+
+    write_toy_linking_data(tmp_path, nil=False)
+    saved = save_linker_pipeline(tmp_path / "other_kb", tiny_bert_dir, [("X1", "asthma"), ("X2", "gout")])
+    result = cross_corpus({"saved": str(saved), "untrained": "untrained"},
+                          {"toy": tmp_path / "data.spacy"}, tmp_path / "kb.bioelkb",
+                          cache=tmp_path / "cache", encoder=str(tiny_bert_dir),
+                          ablations=["knn", "nil"])
+    assert [row["linker"] for row in result["rows"]] == ["saved", "untrained", "saved -knn", "saved -nil"]
+    assert result["rows"][3]["right_as_nil"] == 0.0
+    linker = find_linker(ablate(spacy.load(saved), "knn"))
+    assert linker.ranker.use_knn is False
+    linker = find_linker(ablate(spacy.load(saved), "nil"))
+    assert linker.nil.threshold is None
+    with pytest.raises(ValueError, match="unknown ablation"):
+        cross_corpus({"saved": str(saved)}, {"toy": tmp_path / "data.spacy"}, tmp_path / "kb.bioelkb",
+                     ablations=["everything"])
