@@ -46,12 +46,19 @@ def test_ablations_switch_a_part_of_each_trained_linker_off(tiny_bert_dir, tmp_p
                           {"toy": tmp_path / "data.spacy"}, tmp_path / "kb.bioelkb",
                           cache=tmp_path / "cache", encoder=str(tiny_bert_dir),
                           ablations=["knn", "nil"])
-    assert [row["linker"] for row in result["rows"]] == ["saved", "untrained", "saved -knn", "saved -nil"]
-    assert result["rows"][3]["right_as_nil"] == 0.0
-    linker = find_linker(ablate(spacy.load(saved), "knn"))
+    assert [row["linker"] for row in result["rows"]] == ["saved", "saved -knn", "saved -nil", "untrained"]
+    assert result["rows"][2]["right_as_nil"] == 0.0
+    nlp = spacy.load(saved)
+    linker = find_linker(nlp)
+    threshold = linker.nil.threshold
+    undo = ablate(nlp, "knn")
     assert linker.ranker.use_knn is False
-    linker = find_linker(ablate(spacy.load(saved), "nil"))
+    undo()
+    assert linker.ranker.use_knn is True
+    undo = ablate(nlp, "nil")
     assert linker.nil.threshold is None
+    undo()
+    assert linker.nil.threshold == threshold
     with pytest.raises(ValueError, match="unknown ablation"):
         cross_corpus({"saved": str(saved)}, {"toy": tmp_path / "data.spacy"}, tmp_path / "kb.bioelkb",
                      ablations=["everything"])
