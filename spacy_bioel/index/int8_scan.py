@@ -44,7 +44,6 @@ from ..encoders.onnx_sessions import new_session, track
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 QUANTIZE_ROWS = 1024  # names quantised this many at a time (no float32 copy; 8192 peaked 30 MB higher)
 BLOCK_NAMES = 24576  # names per scanned block (the score buffer: queries x block x 4 bytes)
-Block = Tuple[int, np.ndarray, np.ndarray]  # (first name row, (dim, size) int8 names, (size,) scales)
 
 
 def graph_file() -> Path:
@@ -81,10 +80,9 @@ def scan_graph() -> bytes:
 
 def quantize_names(vectors: np.ndarray, block: Optional[int] = None
                    ) -> Tuple[np.ndarray, np.ndarray]:
-    """RETURNS: the (n * dim,) int8 names in blocks of `block` names
-    (None: `BLOCK_NAMES`), each
-    block's (dim, size) matrix contiguous (transposed for the matmul), and their
-    (n,) float32 scales; a zero vector keeps scale 1."""
+    """RETURNS: the (n * dim,) int8 names in blocks of `block` names (None:
+    `BLOCK_NAMES`), each block's (dim, size) matrix contiguous (transposed for
+    the matmul), and their (n,) float32 scales; a zero vector keeps scale 1."""
     n, dim = vectors.shape
     weights = np.empty(n * dim, dtype=np.int8)
     scales = np.empty(n, dtype=np.float32)
@@ -115,9 +113,9 @@ def name_blocks(weights: np.ndarray, scales: np.ndarray, dim: int, block: int
 def reblock(weights: np.ndarray, scales: np.ndarray, dim: int, block: int,
             new_block: Optional[int] = None) -> Tuple[np.ndarray, int]:
     """RETURNS: the same int8 names in blocks of `new_block` (None:
-    `BLOCK_NAMES`; exact: no name is
-    quantised again), and that block size; names already so are returned as
-    they are. Saves a store loaded with its names in one (dim, n) matrix in blocks."""
+    `BLOCK_NAMES`; exact: no name is quantised again) and that block size;
+    names already so are returned as they are. `save_store` saves a store
+    loaded with its names in one (dim, n) matrix (format 3) so."""
     n, new_block = len(scales), new_block or BLOCK_NAMES
     if n == 0 or min(block, n) == min(new_block, n):
         return weights, block
