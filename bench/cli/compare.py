@@ -64,6 +64,7 @@ def cross_corpus(
     cache: Optional[Path] = typer.Option(None, "--cache", help="Embedding cache folder (a frozen base concept tower encodes the KB once for all)"),
     output: Path = typer.Option(Path("metrics/cross_corpus.json"), "--output", help="JSON (a .md beside it)"),
     ablations: List[str] = typer.Option([], "--ablate", help="Also each trained linker with this part off: knn (its datastore), defer (the shortcut's deference to training mentions), nil (the NIL stage); repeatable"),
+    retune: List[str] = typer.Option([], "--retune", help="TEST_LABEL=DEV.spacy: also each trained linker tuned on that corpus' dev set first (kNN interpolation and NIL stage), then linking that test set; repeatable"),
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:
     """Each linker on each test set against one KB, restaged in memory (issue 46: across corpora)."""
@@ -71,8 +72,9 @@ def cross_corpus(
 
     setup_logging(verbose)
     tested = {label: Path(path) for label, path in labelled(tests, "TEST.spacy", "--test").items()}
+    devs = {label: Path(path) for label, path in labelled(retune, "DEV.spacy", "--retune").items()}
     result = run(labelled(pipelines, "PIPELINE", "PIPELINES"), tested, kb_path, cache,
-                 ablations=ablations)
+                 ablations=ablations, retune=devs)
     write_report(output, result, markdown(result))
 
 

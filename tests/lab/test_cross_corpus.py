@@ -62,3 +62,26 @@ def test_ablations_switch_a_part_of_each_trained_linker_off(tiny_bert_dir, tmp_p
     with pytest.raises(ValueError, match="unknown ablation"):
         cross_corpus({"saved": str(saved)}, {"toy": tmp_path / "data.spacy"}, tmp_path / "kb.bioelkb",
                      ablations=["everything"])
+
+
+def test_retune_tunes_each_trained_linker_on_the_other_corpus_dev_and_puts_it_back(tiny_bert_dir, tmp_path):
+    import spacy
+
+    from bench.cross_corpus import retuned
+    from spacy_bioel.cli._app import read_docs
+    from spacy_bioel.pipeline.loading import find_linker
+
+    write_toy_linking_data(tmp_path, nil=False)
+    saved = save_linker_pipeline(tmp_path / "other_kb", tiny_bert_dir, [("X1", "asthma"), ("X2", "gout")])
+    result = cross_corpus({"saved": str(saved), "untrained": "untrained"},
+                          {"toy": tmp_path / "data.spacy"}, tmp_path / "kb.bioelkb",
+                          cache=tmp_path / "cache", encoder=str(tiny_bert_dir),
+                          retune={"toy": tmp_path / "data.spacy"})
+    assert [row["linker"] for row in result["rows"]] == ["saved", "saved tuned on toy dev", "untrained"]
+    assert result["rows"][1]["n"] == 3 and "knn_lambda" in result["rows"][1]
+    nlp = spacy.load(saved)
+    linker = find_linker(nlp)
+    before = (linker.ranker.get_params(), linker.nil.get_params())
+    undo = retuned(nlp, read_docs([tmp_path / "data.spacy"]))
+    undo()
+    assert (linker.ranker.get_params(), linker.nil.get_params()) == before
