@@ -152,7 +152,8 @@ def markdown(result: Dict[str, object]) -> str:
              "| linker | test | n | Acc@1 | Acc@5 | kb_id_ acc | right as NIL |",
              "|---|---|---:|---:|---:|---:|---:|"]
     for row in result["rows"]:
-        lines.append(f"| {row['linker']} | {row['test']} | {row['n']} | {100 * row['acc@1']:.2f} | "
+        label = row["linker"] + (f" (lambda {row['knn_lambda']:g})" if "knn_lambda" in row else "")
+        lines.append(f"| {label} | {row['test']} | {row['n']} | {100 * row['acc@1']:.2f} | "
                      f"{100 * row['acc@5']:.2f} | {100 * row['kb_id_acc']:.2f} | "
                      f"{100 * row['right_as_nil']:.2f} |")
     return "\n".join(lines) + "\n"

@@ -79,6 +79,7 @@ def test_retune_tunes_each_trained_linker_on_the_other_corpus_dev_and_puts_it_ba
                           retune={"toy": tmp_path / "data.spacy"})
     assert [row["linker"] for row in result["rows"]] == ["saved", "saved tuned on toy dev", "untrained"]
     assert result["rows"][1]["n"] == 3 and "knn_lambda" in result["rows"][1]
+    assert "| saved tuned on toy dev (lambda " in markdown(result)
     nlp = spacy.load(saved)
     linker = find_linker(nlp)
     before = (linker.ranker.get_params(), linker.nil.get_params())
