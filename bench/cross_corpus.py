@@ -31,32 +31,39 @@ ABLATIONS = ("knn", "defer", "nil")
 
 def ablate(nlp, part: str) -> Callable[[], None]:
     """Switch `part` (one of `ABLATIONS`) of `nlp`'s linker off, in memory.
-    RETURNS: a function that switches it back on."""
+    RETURNS: a function that switches it back on. The linker's cache is
+    cleared both ways (decisions kept across calls were made with the other setting)."""
     from spacy_bioel.pipeline.loading import find_linker
 
     linker = find_linker(nlp)
-    linker.cache.clear()  # decisions kept across calls were made with the part on
     if part == "knn":
         use_knn = linker.ranker.use_knn
         linker.ranker.set_params(use_knn=False)
-        return lambda: linker.ranker.set_params(use_knn=use_knn)
-    if part == "defer":
+        restore = lambda: linker.ranker.set_params(use_knn=use_knn)
+    elif part == "defer":
         shortcut = linker.shortcut
         if getattr(shortcut, "contradicted", None) is None:
-            return lambda: None
-        defer, contradicted = shortcut.defer_to_training, shortcut.contradicted
-        shortcut.set_params(defer_to_training=False)
-        shortcut.contradicted = set()
+            restore = lambda: None
+        else:
+            defer, contradicted = shortcut.defer_to_training, shortcut.contradicted
+            shortcut.set_params(defer_to_training=False)
+            shortcut.contradicted = set()
 
-        def undo() -> None:
-            shortcut.set_params(defer_to_training=defer)
-            shortcut.contradicted = contradicted
-        return undo
-    if part == "nil":
+            def restore() -> None:
+                shortcut.set_params(defer_to_training=defer)
+                shortcut.contradicted = contradicted
+    elif part == "nil":
         threshold = linker.nil.threshold
         linker.nil.set_params(threshold=None)  # NIL only without candidates
-        return lambda: linker.nil.set_params(threshold=threshold)
-    raise ValueError(f"unknown ablation {part!r}: one of {', '.join(ABLATIONS)}")
+        restore = lambda: linker.nil.set_params(threshold=threshold)
+    else:
+        raise ValueError(f"unknown ablation {part!r}: one of {', '.join(ABLATIONS)}")
+    linker.cache.clear()
+
+    def undo() -> None:
+        restore()
+        linker.cache.clear()
+    return undo
 
 
 def restage(nlp, kb, cache: Optional[Path]):
@@ -115,34 +122,33 @@ def cross_corpus(pipelines: Dict[str, str], tests: Dict[str, Path], kb_path: Pat
             raise ValueError(f"unknown ablation {part!r}: one of {', '.join(ABLATIONS)}")
     kb = KnowledgeBase.from_disk(kb_path)
     rows: List[Dict[str, object]] = []
+
+    def add_row(nlp, label: str, path: str, test_label: str, **extra: object) -> None:
+        records = link_records(nlp, read_docs([tests[test_label]]))[0]
+        metrics = linking_metrics(records, n_bootstrap=0)
+        rows.append({"linker": label, "pipeline": str(path), "test": test_label, **extra,
+                     **{key: metrics[key] for key in ("n", "acc@1", "acc@5", "kb_id_acc",
+                                                     "right_as_nil")}})
+        logger.info("%s on %s: Acc@1 %.4f", label, test_label, metrics["acc@1"])
+
     for label, path in pipelines.items():
         nlp = untrained_pipeline(kb, encoder, None if cache is None else str(cache)) \
             if path == UNTRAINED else restage(spacy.load(path), kb, cache)
-        # each ablation on the same restaged linker (its names encoded once), then undone
-        for part in [None] + ([] if path == UNTRAINED else list(ablations)):
-            undo = ablate(nlp, part) if part is not None else None
-            row_label = label if part is None else f"{label} -{part}"
-            for test_label, test_path in tests.items():
-                records = link_records(nlp, read_docs([test_path]))[0]
-                metrics = linking_metrics(records, n_bootstrap=0)
-                rows.append({"linker": row_label, "pipeline": str(path), "test": test_label,
-                             **{key: metrics[key] for key in ("n", "acc@1", "acc@5", "kb_id_acc",
-                                                             "right_as_nil")}})
-                logger.info("%s on %s: Acc@1 %.4f", row_label, test_label, metrics["acc@1"])
-            if undo is not None:
-                undo()
-                find_linker(nlp).cache.clear()
-        for test_label, dev_path in ({} if path == UNTRAINED else retune or {}).items():
+        for test_label in tests:
+            add_row(nlp, label, path, test_label)
+        if path == UNTRAINED:
+            continue
+        # each ablation and retuning on the same restaged linker (its names encoded once), undone after
+        for part in ablations:
+            undo = ablate(nlp, part)
+            for test_label in tests:
+                add_row(nlp, f"{label} -{part}", path, test_label)
+            undo()
+        for test_label, dev_path in (retune or {}).items():
             undo = retuned(nlp, read_docs([Path(dev_path)]))
-            stages = find_linker(nlp)
-            records = link_records(nlp, read_docs([tests[test_label]]))[0]
-            metrics = linking_metrics(records, n_bootstrap=0)
-            rows.append({"linker": f"{label} tuned on {test_label} dev", "pipeline": str(path),
-                         "test": test_label, "knn_lambda": stages.ranker.knn_lambda
-                         if stages.ranker.use_knn else 0.0,
-                         **{key: metrics[key] for key in ("n", "acc@1", "acc@5", "kb_id_acc",
-                                                         "right_as_nil")}})
-            logger.info("%s tuned on %s dev: Acc@1 %.4f", label, test_label, metrics["acc@1"])
+            ranker = find_linker(nlp).ranker
+            add_row(nlp, f"{label} tuned on {test_label} dev", path, test_label,
+                    knn_lambda=ranker.knn_lambda if ranker.use_knn else 0.0)
             undo()
     return {"kb": str(kb_path), "kb_name": kb.name, "rows": rows}
 

@@ -146,8 +146,7 @@ class Int8Scan:
         self.n_names = len(scales)
         ortvalue = onnxruntime.OrtValue.ortvalue_from_numpy
         zero = np.zeros(min(self.n_names, block), dtype=np.int8)
-        # the session reads these buffers (it does not copy them): they live as long as it does
-        self._arrays = (weights, scales, zero)
+        # each OrtValue wraps its numpy buffer without a copy and keeps it alive
         self._blocks = [(first, ortvalue(names), ortvalue(scales[first:first + names.shape[1]]),
                          ortvalue(zero[:names.shape[1]]), names.shape[1])
                         for first, names in name_blocks(weights, scales, dim, block)]

@@ -133,8 +133,7 @@ class KeyLookup:
         if first + 1 == n or int(ids[first + 1]) != wanted:  # most names: one concept
             return [int(self._owners[first])]
         last = int(ids.searchsorted(np.uint64(wanted), side="right"))
-        concepts = self._owners[first:last].tolist()
-        return [c for i, c in enumerate(concepts) if i == 0 or c != concepts[i - 1]]
+        return self._owners[first:last].tolist()  # keys are distinct within a concept
 
 
 def top_k(scores: np.ndarray, k: int, tie_rank: Optional[np.ndarray] = None
