@@ -1,5 +1,6 @@
 """The GPU check: pre-train the encoder on the KB's synonyms, train the linker
-recipe of `configs/linker.cfg` on NCBI Disease, evaluate, and write what a GPU
+recipe of `configs/linker.cfg` on NCBI Disease (or `--dataset bc5cdr`,
+`askapatient`), evaluate, and write what a GPU
 run costs (epoch times, GPU memory) and gives (Acc@1, Acc@5) as JSON and a
 markdown table.
 
@@ -47,6 +48,35 @@ logger = logging.getLogger("bench.gpu_check")
 NCBI_FILES = {"train": "NCBItrainset_corpus.txt", "dev": "NCBIdevelopset_corpus.txt",
               "test": "NCBItestset_corpus.txt"}
 MEDIC_FILE = "medic_06Jul2012.txt"
+CTD_FILE = "CTD_diseases_2017-06-06.tsv.gz"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A corpus the check can train on: its files (by split) in `folder` of the
+    bundle (copied from `source` under --data-root) and its KB file."""
+
+    folder: str
+    source: str
+    files: Dict[str, str]
+    kb_file: str  # in the bundle's root; copied from ctd_medic/, or the corpus files themselves
+    kb_name: str
+    reader: str  # "pubtator" or "askapatient" (one mention a row)
+    types: Tuple[str, ...] = ()  # PubTator mention types kept (empty: all)
+
+
+DATASETS: Dict[str, Dataset] = {
+    "ncbi": Dataset("ncbi", "ncbi_disease", NCBI_FILES, MEDIC_FILE, "MEDIC 2012", "pubtator"),
+    "bc5cdr": Dataset("bc5cdr", "bc5cdr", {"train": "CDR_TrainingSet.PubTator.txt",
+                                           "dev": "CDR_DevelopmentSet.PubTator.txt",
+                                           "test": "CDR_TestSet.PubTator.txt"},
+                      CTD_FILE, "CTD diseases 2017", "pubtator", ("Disease",)),
+    "askapatient": Dataset("askapatient", "askapatient_fold0",
+                           {"train": "AskAPatient.fold-0.train.txt",
+                            "dev": "AskAPatient.fold-0.validation.txt",
+                            "test": "AskAPatient.fold-0.test.txt"},
+                           "", "AskAPatient concepts", "askapatient"),
+}
 
 
 # ---------------------------------------------------------------- the recipe
@@ -138,34 +168,70 @@ class Document:
     long_forms: Dict[str, str] = field(default_factory=dict)
 
 
-def read_corpus(path: Path, index_of: Dict[str, int], kb, limit: int = 0
+def read_corpus(path: Path, index_of: Dict[str, int], kb, limit: int = 0,
+                reader: str = "pubtator", types: Sequence[str] = ()
                 ) -> Tuple[List[Document], Dict[str, int]]:
     """Documents whose mentions carry their gold concepts' positions in the
     name table (a composite keeps every resolvable part). NIL mentions are
-    skipped and counted; a gold id outside the KB stays in the document with no
-    resolvable concept (scored wrong, counted)."""
+    skipped and counted, and so are PubTator mentions of other `types`; a gold id
+    outside the KB stays in the document with no resolvable concept (scored
+    wrong, counted). An AskAPatient row is a document of one mention, the whole
+    phrase."""
     from spacy_bioel.corpora.pubtator import read_pubtator
+    from spacy_bioel.kb.askapatient import read_askapatient_rows
     from spacy_bioel.pipeline.abbreviations import find_abbreviations
 
     counts = {"documents": 0, "mentions": 0, "nil_skipped": 0, "unknown_gold": 0}
+    if types:
+        counts["other_types_skipped"] = 0
     documents = []
+
+    def resolve(concept_ids: Sequence[str]) -> Tuple[int, ...]:
+        resolved = [kb.resolve(c) for c in concept_ids]
+        concepts = tuple(index_of[c] for c in resolved if c is not None and c in index_of)
+        if not concepts:
+            counts["unknown_gold"] += 1
+        return concepts
+
+    if reader == "askapatient":
+        for _line, concept_id, _description, phrase in read_askapatient_rows(path):
+            if limit and counts["documents"] >= limit:
+                break
+            documents.append(Document(phrase, [(phrase, resolve([concept_id]), 0, len(phrase))]))
+            counts["documents"] += 1
+            counts["mentions"] += 1
+        return documents, counts
     for source in read_pubtator(path):
         if limit and counts["documents"] >= limit:
             break
         mentions = []
         for mention in source.mentions:
+            if types and mention.label not in types:
+                counts["other_types_skipped"] += 1
+                continue
             if not mention.concept_ids:
                 counts["nil_skipped"] += 1
                 continue
-            resolved = [kb.resolve(c) for c in mention.concept_ids]
-            concepts = tuple(index_of[c] for c in resolved if c is not None and c in index_of)
-            if not concepts:
-                counts["unknown_gold"] += 1
-            mentions.append((mention.text, concepts, mention.start, mention.end))
+            mentions.append((mention.text, resolve(mention.concept_ids), mention.start, mention.end))
         counts["documents"] += 1
         counts["mentions"] += len(mentions)
         documents.append(Document(source.text, mentions, find_abbreviations(source.text)))
     return documents, counts
+
+
+def load_kb(bundle: Path, dataset: Dataset):
+    """The dataset's KB from the bundle (MEDIC 2012, CTD diseases 2017, or
+    AskAPatient's concepts read from its three fold files, as `kb build
+    askapatient` builds them)."""
+    from spacy_bioel.kb.askapatient import load_askapatient_kb
+    from spacy_bioel.kb.medic import load_ctd_diseases, load_medic_dictionary
+
+    if dataset.reader == "askapatient":
+        return load_askapatient_kb([bundle / dataset.folder / f for f in dataset.files.values()],
+                                   name=dataset.kb_name)
+    if dataset.kb_file == CTD_FILE:
+        return load_ctd_diseases(bundle / CTD_FILE, name=dataset.kb_name, progress=False)
+    return load_medic_dictionary(bundle / dataset.kb_file, name=dataset.kb_name, progress=False)
 
 
 # ---------------------------------------------------------------- the loop
@@ -378,7 +444,6 @@ def run_check(args: argparse.Namespace) -> Dict[str, Any]:
     import torch
 
     from spacy_bioel.index.names import NameTable
-    from spacy_bioel.kb.medic import load_medic_dictionary
 
     bundle = Path(args.bundle)
     device = torch.device(f"cuda:{args.gpu_id}" if args.gpu_id >= 0 else "cpu")
@@ -401,17 +466,25 @@ def run_check(args: argparse.Namespace) -> Dict[str, Any]:
     output.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     timings: Dict[str, float] = {}
-    kb = load_medic_dictionary(bundle / MEDIC_FILE, name="MEDIC 2012", progress=False)
+    dataset = DATASETS[args.dataset]
+    missing = [str(path) for path in [bundle / dataset.folder / f for f in dataset.files.values()]
+               + ([bundle / dataset.kb_file] if dataset.kb_file else []) if not path.is_file()]
+    if missing:
+        raise SystemExit(f"--dataset {args.dataset}: the bundle {bundle} lacks {', '.join(missing)}; "
+                         f"build it with `python -m bench.gpu_check bundle --data-root DATA "
+                         f"--datasets {args.dataset}`")
+    kb = load_kb(bundle, dataset)
     encoder = args.encoder or (str(bundle / "encoder") if (bundle / "encoder").is_dir()
                                else "embedded:all-MiniLM-L6-v2")
     names = NameTable(kb)
     index_of = {c: i for i, c in enumerate(names.concept_ids)}
     corpora, counts = {}, {}
-    for split, name in NCBI_FILES.items():
-        corpora[split], counts[split] = read_corpus(bundle / "ncbi" / name, index_of, kb,
-                                                    args.limit_docs)
+    for split, name in dataset.files.items():
+        corpora[split], counts[split] = read_corpus(bundle / dataset.folder / name, index_of, kb,
+                                                    args.limit_docs, dataset.reader, dataset.types)
     timings["data_s"] = time.perf_counter() - started
-    report: Dict[str, Any] = {"recipe": asdict(recipe), "config": str(args.config),
+    report: Dict[str, Any] = {"dataset": args.dataset, "recipe": asdict(recipe),
+                              "config": str(args.config),
                               "kb": {"name": kb.name, "concepts": len(kb)}, "corpora": counts,
                               "environment": _environment(device)}
     if args.pretrain_steps:
@@ -446,7 +519,7 @@ def markdown(report: Dict[str, Any]) -> str:
     env, epochs = report["environment"], report["training"]["epochs"]
     lines = [f"# GPU check on {env.get('gpu', env['device'])}", "",
              f"torch {env['torch']}, transformers {env['transformers']}, Python {env['python']}; "
-             f"KB {report['kb']['name']} ({report['kb']['concepts']} concepts, "
+             f"dataset {report.get('dataset', 'ncbi')}; KB {report['kb']['name']} ({report['kb']['concepts']} concepts, "
              f"{report['kb'].get('names')} names); recipe from {report['config']}.", "",
              "| stage | seconds | dev Acc@1 | test Acc@1 | test Acc@5 |", "|---|---:|---:|---:|---:|"]
     pre = report.get("pretraining")
@@ -472,21 +545,29 @@ def markdown(report: Dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------- the bundle
-def make_bundle(data_root: Path, output: Path, encoder: str) -> Dict[str, int]:
-    """Copy NCBI Disease, MEDIC 2012 and the encoder (float16 safetensors) into
-    `output`, a folder that can travel (`device` carry) to a GPU machine."""
+def make_bundle(data_root: Path, output: Path, encoder: str,
+                datasets: Sequence[str] = tuple(DATASETS)) -> Dict[str, int]:
+    """Copy the datasets' corpora and KB files (NCBI Disease with MEDIC 2012,
+    BC5CDR with CTD diseases 2017, AskAPatient fold 0) and the encoder (float16
+    safetensors) into `output`, a folder that can travel (`device` carry) to a
+    GPU machine."""
     import torch
     from safetensors.torch import load_file, save_file
 
     from spacy_bioel.encoders.common import resolve_model_path
 
-    sources = {data_root / "ctd_medic" / MEDIC_FILE: output / MEDIC_FILE}
-    sources.update({data_root / "ncbi_disease" / name: output / "ncbi" / name
-                    for name in NCBI_FILES.values()})
+    sources: Dict[Path, Path] = {}
+    for key in datasets:
+        dataset = DATASETS[key]
+        if dataset.kb_file:
+            sources[data_root / "ctd_medic" / dataset.kb_file] = output / dataset.kb_file
+        sources.update({data_root / dataset.source / name: output / dataset.folder / name
+                        for name in dataset.files.values()})
     missing = [str(path) for path in sources if not path.is_file()]
     if missing:
         raise SystemExit(f"missing input files: {', '.join(missing)} (pass --data-root: the folder "
-                         "with ncbi_disease/ and ctd_medic/)")
+                         f"with {', '.join(sorted({DATASETS[k].source for k in datasets}))} and "
+                         "ctd_medic/, or fewer --datasets)")
     for source, target in sources.items():
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
@@ -506,13 +587,18 @@ def make_bundle(data_root: Path, output: Path, encoder: str) -> Dict[str, int]:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.gpu_check", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    bundle = commands.add_parser("bundle", help="gather NCBI, MEDIC and the encoder into one folder")
-    bundle.add_argument("--data-root", required=True, help="folder with ncbi_disease/ and ctd_medic/")
+    bundle = commands.add_parser("bundle", help="gather the corpora, their KBs and the encoder into one folder")
+    bundle.add_argument("--data-root", required=True, help="folder with ncbi_disease/, bc5cdr/, askapatient_fold0/ and ctd_medic/")
     bundle.add_argument("--output", default="gpu_bundle")
     bundle.add_argument("--encoder", default="embedded:all-MiniLM-L6-v2")
+    bundle.add_argument("--datasets", default=",".join(DATASETS),
+                        help=f"comma-separated, of {', '.join(DATASETS)}")
     run = commands.add_parser("run", help="pre-train, train, evaluate; write JSON and markdown")
     run.add_argument("--bundle", default="gpu_bundle")
     run.add_argument("--config", default="configs/linker.cfg")
+    run.add_argument("--dataset", default="ncbi", choices=sorted(DATASETS),
+                     help="ncbi (MEDIC 2012), bc5cdr (Disease mentions, CTD diseases 2017) or "
+                          "askapatient (fold 0; a batch of docs_per_batch rows)")
     run.add_argument("--output", default="metrics/gpu_check")
     run.add_argument("--encoder", default=None,
                      help="a model folder (default: the bundle's encoder/, else the embedded MiniLM)")
@@ -532,7 +618,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s",
                         stream=sys.stderr)
     if args.command == "bundle":
-        files = make_bundle(Path(args.data_root), Path(args.output), args.encoder)
+        chosen = [d.strip() for d in args.datasets.split(",") if d.strip()]
+        unknown = sorted(set(chosen) - set(DATASETS))
+        if unknown or not chosen:
+            parser.error(f"--datasets {args.datasets}: expected a comma-separated list of "
+                         f"{', '.join(DATASETS)}")
+        files = make_bundle(Path(args.data_root), Path(args.output), args.encoder, chosen)
         logger.info("bundle %s: %d files, %.1f MB", args.output, len(files), sum(files.values()) / 1e6)
         return 0
     report = run_check(args)

@@ -2,6 +2,7 @@
 whole path (pre-training, training with hard negatives, evaluation, JSON and
 markdown) in a process where spaCy, thinc, faiss and srsly cannot be imported,
 as on the lent GPU machine."""
+import gzip
 import json
 import shutil
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.gpu_check import MEDIC_FILE, NCBI_FILES, read_recipe
+from bench.gpu_check import CTD_FILE, DATASETS, MEDIC_FILE, NCBI_FILES, read_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,6 +84,73 @@ def test_gpu_check_runs_without_spacy_on_cpu(bundle, tmp_path):
     assert not (output / "pretrained").exists()  # removed unless --keep-pretrained
 
 
+CTD = """\
+# DiseaseName\tDiseaseID\tAltDiseaseIDs\tDefinition\tParentIDs\tTreeNumbers\tParentTreeNumbers\tSynonyms\tSlimMappings
+Colon cancer\tMESH:D001\t\t\t\t\t\tcolorectal carcinoma|cancer of the colon\t
+Breast cancer\tMESH:D002\tOMIM:100\t\t\t\t\tmammary carcinoma\t
+Asthma\tMESH:D004\t\t\t\t\t\tbronchial asthma\t
+"""
+
+CDR = (pubtator("7", "Colon cancer after aspirin.", "Asthma too.",
+                [("Colon cancer", "D001"), ("aspirin", "D001241"), ("Asthma", "D004")])
+       + pubtator("8", "Mammary carcinoma.", "No xyzzy disease.",
+                  [("Mammary carcinoma", "OMIM:100"), ("xyzzy disease", "-1")]))
+
+AAP = ("1\tColon cancer\tcancer in my colon\n2\tAsthma\tcant breathe at night\n"
+       "2\tAsthma\twheezy chest\n3\tBreast cancer\tlump in breast\n")
+
+
+def _run_dataset(dataset, bundle_dir, output):
+    from bench.gpu_check import main
+
+    return main(["run", "--bundle", str(bundle_dir), "--gpu-id", "-1", "--output", str(output),
+                 "--dataset", dataset, "--pretrain-steps", "0", "--max-epochs", "1",
+                 "--config", str(ROOT / "configs" / "linker.cfg")])
+
+
+def test_bc5cdr_keeps_disease_mentions_against_ctd(tmp_path, tiny_bert_dir):
+    folder = tmp_path / "bundle"
+    (folder / "bc5cdr").mkdir(parents=True)
+    with gzip.open(folder / CTD_FILE, "wt", encoding="utf-8") as handle:
+        handle.write(CTD)
+    for name in DATASETS["bc5cdr"].files.values():
+        (folder / "bc5cdr" / name).write_text(CDR.replace("\tDisease\tD001241", "\tChemical\tD001241"),
+                                              encoding="utf-8")
+    shutil.copytree(tiny_bert_dir, folder / "encoder")
+    assert _run_dataset("bc5cdr", folder, tmp_path / "out") == 0
+    report = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
+    # the chemical is skipped and counted, the NIL mention too; OMIM:100 resolves to D002
+    assert report["corpora"]["test"] == {"documents": 2, "mentions": 3, "nil_skipped": 1,
+                                         "unknown_gold": 0, "other_types_skipped": 1}
+    assert report["dataset"] == "bc5cdr"
+    assert report["kb"]["name"] == "CTD diseases 2017" and report["kb"]["concepts"] == 3
+    assert "dataset bc5cdr" in (tmp_path / "out" / "gpu_check.md").read_text()
+
+
+def test_askapatient_rows_are_one_mention_documents(tmp_path, tiny_bert_dir):
+    folder = tmp_path / "bundle"
+    (folder / "askapatient").mkdir(parents=True)
+    for name in DATASETS["askapatient"].files.values():
+        (folder / "askapatient" / name).write_text(AAP, encoding="utf-8")
+    shutil.copytree(tiny_bert_dir, folder / "encoder")
+    assert _run_dataset("askapatient", folder, tmp_path / "out") == 0
+    report = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
+    assert report["corpora"]["dev"] == {"documents": 4, "mentions": 4, "nil_skipped": 0,
+                                        "unknown_gold": 0}
+    # the KB is read from the fold files: 3 concepts, one name each
+    assert report["kb"] == {"name": "AskAPatient concepts", "concepts": 3, "names": 3}
+    assert report["test"]["mentions"] == 4
+
+
+def test_run_names_what_the_bundle_lacks(tmp_path):
+    from bench.gpu_check import main
+
+    (tmp_path / "bundle").mkdir()
+    with pytest.raises(SystemExit, match="CDR_TrainingSet.*--datasets bc5cdr"):
+        main(["run", "--bundle", str(tmp_path / "bundle"), "--gpu-id", "-1", "--dataset", "bc5cdr",
+              "--output", str(tmp_path / "out")])
+
+
 def test_recipe_is_read_from_the_config(tmp_path):
     recipe = read_recipe(ROOT / "configs" / "linker.cfg")
     assert (recipe.learn_rate, recipe.docs_per_batch, recipe.max_epochs, recipe.max_length) == \
@@ -97,3 +165,8 @@ def test_bundle_names_what_is_missing(tmp_path):
 
     with pytest.raises(SystemExit, match="ncbi_disease"):
         main(["bundle", "--data-root", str(tmp_path), "--output", str(tmp_path / "b")])
+    with pytest.raises(SystemExit, match="askapatient_fold0"):
+        main(["bundle", "--data-root", str(tmp_path), "--output", str(tmp_path / "b"),
+              "--datasets", "askapatient"])
+    with pytest.raises(SystemExit):
+        main(["bundle", "--data-root", str(tmp_path), "--datasets", "mimic"])
