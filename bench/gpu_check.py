@@ -417,6 +417,25 @@ def pretrain_stage(kb, encoder: str, output: Path, device, steps: int, batch_siz
                                           "loss_last_10pct")}
 
 
+def save_model(run: Run, folder: Path) -> Dict[str, Any]:
+    """Save the best epoch's encoder as a transformers folder in float16 (half
+    the bytes, so it can come back from a lent machine; `load_transformer` loads
+    it in float32), for `python -m spacy_bioel init-pipeline CONFIG OUT
+    --paths.encoder FOLDER` on any machine. Separate towers save the concept
+    tower in FOLDER/concept."""
+    folder.mkdir(parents=True, exist_ok=True)
+    towers = {"": run.model.mention_encoder}
+    if run.model.concept_encoder is not None:
+        towers["concept"] = run.model.concept_encoder
+    for sub, transformer in towers.items():
+        target = folder / sub if sub else folder
+        copy.deepcopy(transformer).to("cpu").half().save_pretrained(target)
+        run.tokenizer.save_pretrained(target)
+    return {"path": str(folder), "towers": ["mention" + ("" if len(towers) > 1 else "+concept")]
+            + (["concept"] if len(towers) > 1 else []),
+            "bytes": sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())}
+
+
 def _gpu_memory(device) -> Dict[str, Optional[float]]:
     import torch
 
@@ -506,6 +525,8 @@ def run_check(args: argparse.Namespace) -> Dict[str, Any]:
     report["training"] = training
     report["test"] = run.evaluate(corpora["test"])
     report["gpu_memory"] = _gpu_memory(device)
+    if args.save_model:
+        report["saved_model"] = save_model(run, Path(args.save_model))
     timings["total_s"] = time.perf_counter() - started
     report["timings"] = {k: round(v, 2) for k, v in timings.items()}
     (output / "gpu_check.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
@@ -614,6 +635,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                      help="stop training after the epoch that passes this (0: no limit)")
     run.add_argument("--limit-docs", type=int, default=0, help="documents per split (0: all)")
     run.add_argument("--keep-pretrained", action="store_true")
+    run.add_argument("--save-model", default=None, metavar="DIR",
+                     help="save the best epoch's encoder (float16 transformers folder) for "
+                          "`python -m spacy_bioel init-pipeline CONFIG OUT --paths.encoder DIR`")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s",
                         stream=sys.stderr)

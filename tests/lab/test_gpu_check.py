@@ -100,12 +100,12 @@ AAP = ("1\tColon cancer\tcancer in my colon\n2\tAsthma\tcant breathe at night\n"
        "2\tAsthma\twheezy chest\n3\tBreast cancer\tlump in breast\n")
 
 
-def _run_dataset(dataset, bundle_dir, output):
+def _run_dataset(dataset, bundle_dir, output, *extra):
     from bench.gpu_check import main
 
     return main(["run", "--bundle", str(bundle_dir), "--gpu-id", "-1", "--output", str(output),
                  "--dataset", dataset, "--pretrain-steps", "0", "--max-epochs", "1",
-                 "--config", str(ROOT / "configs" / "linker.cfg")])
+                 "--config", str(ROOT / "configs" / "linker.cfg"), *extra])
 
 
 def test_bc5cdr_keeps_disease_mentions_against_ctd(tmp_path, tiny_bert_dir):
@@ -133,8 +133,21 @@ def test_askapatient_rows_are_one_mention_documents(tmp_path, tiny_bert_dir):
     for name in DATASETS["askapatient"].files.values():
         (folder / "askapatient" / name).write_text(AAP, encoding="utf-8")
     shutil.copytree(tiny_bert_dir, folder / "encoder")
-    assert _run_dataset("askapatient", folder, tmp_path / "out") == 0
+    saved = tmp_path / "model"
+    assert _run_dataset("askapatient", folder, tmp_path / "out", "--save-model", str(saved)) == 0
     report = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
+    # the best epoch's encoder comes back in float16 and loads in float32 for init-pipeline
+    from safetensors.torch import load_file
+
+    from spacy_bioel.encoders.torch_biencoder import load_transformer
+
+    assert report["saved_model"]["towers"] == ["mention+concept"]
+    weights = load_file(str(saved / "model.safetensors"))
+    assert {str(v.dtype) for v in weights.values() if v.is_floating_point()} == {"torch.float16"}
+    tokenizer, transformer = load_transformer(str(saved))
+    assert next(transformer.parameters()).dtype.is_floating_point
+    assert str(next(transformer.parameters()).dtype) == "torch.float32"
+    assert tokenizer("wheezy chest")["input_ids"]
     assert report["corpora"]["dev"] == {"documents": 4, "mentions": 4, "nil_skipped": 0,
                                         "unknown_gold": 0}
     # the KB is read from the fold files: 3 concepts, one name each
