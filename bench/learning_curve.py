@@ -4,7 +4,8 @@ evaluation, read from the JSONL that spaCy's console logger writes
 losses, scores in percent), against epochs.
 
 A run whose JSONL was not saved is read from its console output (any other
-file than .jsonl: spaCy's table rows). An evaluation's epoch position is its
+file than .jsonl: spaCy's table rows); a GPU check run (`bench.gpu_check`) from
+its gpu_check.json or markdown table. An evaluation's epoch position is its
 step over the run's steps per epoch,
 taken from the log itself (the first step logged in spaCy's epoch 1), so runs
 with other batch sizes share the x axis.
@@ -71,6 +72,57 @@ def read_console(path: Path, score: str = SCORE) -> List[Dict[str, float]]:
     return points
 
 
+_GPU_ROW = re.compile(r"^\|\s*(untrained[^|]*|epoch (\d+) \((\d+) steps\))\s*\|[^|]*\|\s*([0-9.]+)\s*\|")
+
+
+def read_gpu_check(path: Path) -> List[Dict[str, float]]:
+    """Dev Acc@1 per epoch of a GPU check run (`bench.gpu_check`): its
+    gpu_check.json, or its markdown table (`| untrained | ... |`, `| epoch N (S
+    steps) | ... |`), as percent, with the untrained encoder at step 0. Steps
+    add up over epochs, so `steps_per_epoch` reads the run's own."""
+    path = Path(path)
+    points: List[Dict[str, float]] = []
+    if path.suffix == ".json":
+        report = json.loads(path.read_text(encoding="utf-8"))
+        points.append({"step": 0, "epoch": 0, "loss": 0.0,
+                       "score": 100 * float(report["before_training"]["dev"]["acc@1"])})
+        step = 0
+        for record in report["training"]["epochs"]:
+            step += int(record["steps"])
+            points.append({"step": step, "epoch": int(record["epoch"]),
+                           "score": 100 * float(record["dev"]["acc@1"]),
+                           "loss": float(record.get("mean_loss") or 0.0)})
+        return points
+    step = 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        match = _GPU_ROW.match(line.strip())
+        if not match:
+            continue
+        if match.group(2):
+            step += int(match.group(3))
+            points.append({"step": step, "epoch": int(match.group(2)), "loss": 0.0,
+                           "score": 100 * float(match.group(4))})
+        else:
+            points.append({"step": 0, "epoch": 0, "loss": 0.0, "score": 100 * float(match.group(4))})
+    if not points:
+        logger.warning("%s: no GPU check table rows (| epoch N (S steps) | ...) found", path)
+    return points
+
+
+def read_run(path: Path, score: str = SCORE) -> List[Dict[str, float]]:
+    """A run's evaluations from whichever file it left: spaCy's JSONL, a GPU
+    check's JSON or markdown (Acc@1 only), or spaCy's console output."""
+    path = Path(path)
+    if path.suffix == ".jsonl":
+        return read_log(path, score)
+    if path.suffix == ".json" or (path.suffix == ".md" and "| stage |" in path.read_text(
+            encoding="utf-8", errors="replace")):
+        if score != SCORE:
+            logger.warning("%s: a GPU check records dev Acc@1 only, not %s", path, score)
+        return read_gpu_check(path)
+    return read_console(path, score)
+
+
 def steps_per_epoch(points: Sequence[Dict[str, float]]) -> Optional[float]:
     """Steps per epoch as the log shows it: an evaluation at `step` after
     `epoch` whole epochs bounds it by step / epoch; the tightest bound is taken
@@ -94,7 +146,7 @@ def summarize(runs: Dict[str, Path], score: str = SCORE,
     read from the log), the best dev score and where."""
     out: Dict[str, object] = {"score": score, "runs": {}}
     for label, path in runs.items():
-        points = read_log(path, score) if path.suffix == ".jsonl" else read_console(path, score)
+        points = read_run(path, score)
         best = max(points, key=lambda p: p["score"]) if points else None
         per_epoch = (epoch_steps or {}).get(label) or steps_per_epoch(points)
         out["runs"][label] = {
@@ -141,4 +193,4 @@ def plot(summary: Dict[str, object], path: Path) -> None:
     plt.close(figure)
 
 
-__all__ = ["read_log", "read_console", "steps_per_epoch", "curve", "summarize", "markdown", "plot"]
+__all__ = ["read_log", "read_console", "read_gpu_check", "read_run", "steps_per_epoch", "curve", "summarize", "markdown", "plot"]

@@ -80,3 +80,34 @@ def test_a_console_output_is_read_when_no_jsonl_was_saved(tmp_path):
     assert read_console(console) == [{"step": 0, "epoch": 0, "score": 86.15, "loss": 3.61},
                                      {"step": 40, "epoch": 1, "score": 85.01, "loss": 40.83}]
     assert summarize({"paper": console})["runs"]["paper"]["steps_per_epoch"] == 40
+
+
+GPU_TABLE = """# GPU check on NVIDIA H100
+
+| stage | seconds | dev Acc@1 | test Acc@1 | test Acc@5 |
+|---|---:|---:|---:|---:|
+| untrained | 0.0 | 0.8108 | | |
+| epoch 1 (34 steps) | 21.9 | 0.8325 | | |
+| epoch 2 (34 steps) | 22.9 | 0.8496 | | |
+| best epoch (2) | 238.6 total | 0.8496 | 0.8925 | 0.9620 |
+"""
+
+
+def test_gpu_check_runs_are_read_from_json_or_table(tmp_path):
+    from bench.learning_curve import read_run, summarize
+
+    table = tmp_path / "gpu_check.md"
+    table.write_text(GPU_TABLE, encoding="utf-8")
+    report = {"before_training": {"dev": {"acc@1": 0.8108}},
+              "training": {"epochs": [{"epoch": 1, "steps": 34, "mean_loss": 1.0, "dev": {"acc@1": 0.8325}},
+                                      {"epoch": 2, "steps": 34, "mean_loss": 0.7, "dev": {"acc@1": 0.8496}}]}}
+    as_json = tmp_path / "gpu_check.json"
+    as_json.write_text(json.dumps(report), encoding="utf-8")
+    for path in (table, as_json):
+        points = read_run(path)
+        assert [(p["step"], p["epoch"]) for p in points] == [(0, 0), (34, 1), (68, 2)]
+        assert [round(p["score"], 2) for p in points] == [81.08, 83.25, 84.96]
+    summary = summarize({"md": table, "json": as_json})
+    for run in summary["runs"].values():  # the best-epoch row is not an evaluation
+        assert run["steps_per_epoch"] == 34 and run["best"]["step"] == 68
+        assert run["curve"][-1] == (2.0, run["best"]["score"])
