@@ -59,7 +59,7 @@ class Dataset:
     folder: str
     source: str
     files: Dict[str, str]
-    kb_file: str  # in the bundle's root; copied from ctd_medic/, or the corpus files themselves
+    kb_file: str  # in the bundle's root, copied from ctd_medic/ ("": read from the corpus files)
     kb_name: str
     reader: str  # "pubtator" or "askapatient" (one mention a row)
     types: Tuple[str, ...] = ()  # PubTator mention types kept (empty: all)
@@ -431,8 +431,8 @@ def save_model(run: Run, folder: Path) -> Dict[str, Any]:
         target = folder / sub if sub else folder
         copy.deepcopy(transformer).to("cpu").half().save_pretrained(target)
         run.tokenizer.save_pretrained(target)
-    return {"path": str(folder), "towers": ["mention" + ("" if len(towers) > 1 else "+concept")]
-            + (["concept"] if len(towers) > 1 else []),
+    return {"path": str(folder),
+            "towers": ["mention", "concept"] if "concept" in towers else ["mention+concept"],
             "bytes": sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())}
 
 
@@ -540,7 +540,8 @@ def markdown(report: Dict[str, Any]) -> str:
     env, epochs = report["environment"], report["training"]["epochs"]
     lines = [f"# GPU check on {env.get('gpu', env['device'])}", "",
              f"torch {env['torch']}, transformers {env['transformers']}, Python {env['python']}; "
-             f"dataset {report.get('dataset', 'ncbi')}; KB {report['kb']['name']} ({report['kb']['concepts']} concepts, "
+             f"dataset {report.get('dataset', 'ncbi')}; "
+             f"KB {report['kb']['name']} ({report['kb']['concepts']} concepts, "
              f"{report['kb'].get('names')} names); recipe from {report['config']}.", "",
              "| stage | seconds | dev Acc@1 | test Acc@1 | test Acc@5 |", "|---|---:|---:|---:|---:|"]
     pre = report.get("pretraining")

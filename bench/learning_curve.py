@@ -84,6 +84,9 @@ def read_gpu_check(path: Path) -> List[Dict[str, float]]:
     points: List[Dict[str, float]] = []
     if path.suffix == ".json":
         report = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(report, dict) or "training" not in report or "before_training" not in report:
+            raise ValueError(f"{path}: not a GPU check report (gpu_check.json: 'before_training' "
+                             "and 'training'); pass spaCy's log as a .jsonl file")
         points.append({"step": 0, "epoch": 0, "loss": 0.0,
                        "score": 100 * float(report["before_training"]["dev"]["acc@1"])})
         step = 0

@@ -111,3 +111,12 @@ def test_gpu_check_runs_are_read_from_json_or_table(tmp_path):
     for run in summary["runs"].values():  # the best-epoch row is not an evaluation
         assert run["steps_per_epoch"] == 34 and run["best"]["step"] == 68
         assert run["curve"][-1] == (2.0, run["best"]["score"])
+
+
+def test_a_json_that_is_not_a_gpu_check_is_named(tmp_path):
+    from bench.learning_curve import read_run
+
+    other = tmp_path / "scores.json"
+    other.write_text(json.dumps({"acc@1": 0.9}), encoding="utf-8")
+    with pytest.raises(ValueError, match="scores.json: not a GPU check report"):
+        read_run(other)
