@@ -121,10 +121,13 @@ def cross_corpus(pipelines: Dict[str, str], tests: Dict[str, Path], kb_path: Pat
         if part not in ABLATIONS:
             raise ValueError(f"unknown ablation {part!r}: one of {', '.join(ABLATIONS)}")
     kb = KnowledgeBase.from_disk(kb_path)
+    # read once: linking works on fresh copies, tuning only reads the gold
+    test_docs = {label: read_docs([Path(path)]) for label, path in tests.items()}
+    dev_docs = {label: read_docs([Path(path)]) for label, path in (retune or {}).items()}
     rows: List[Dict[str, object]] = []
 
     def add_row(nlp, label: str, path: str, test_label: str, **extra: object) -> None:
-        records = link_records(nlp, read_docs([tests[test_label]]))[0]
+        records = link_records(nlp, test_docs[test_label])[0]
         metrics = linking_metrics(records, n_bootstrap=0)
         rows.append({"linker": label, "pipeline": str(path), "test": test_label, **extra,
                      **{key: metrics[key] for key in ("n", "acc@1", "acc@5", "kb_id_acc",
@@ -144,8 +147,8 @@ def cross_corpus(pipelines: Dict[str, str], tests: Dict[str, Path], kb_path: Pat
             for test_label in tests:
                 add_row(nlp, f"{label} -{part}", path, test_label)
             undo()
-        for test_label, dev_path in (retune or {}).items():
-            undo = retuned(nlp, read_docs([Path(dev_path)]))
+        for test_label, docs in dev_docs.items():
+            undo = retuned(nlp, docs)
             ranker = find_linker(nlp).ranker
             add_row(nlp, f"{label} tuned on {test_label} dev", path, test_label,
                     knn_lambda=ranker.knn_lambda if ranker.use_knn else 0.0)

@@ -62,21 +62,31 @@ class Dataset:
     kb_file: str  # in the bundle's root, copied from ctd_medic/ ("": read from the corpus files)
     kb_name: str
     reader: str  # "pubtator" or "askapatient" (one mention a row)
+    paper_learn_rate: float  # kNN-BioEL's lr for this corpus (seed paper 000, Implementation Details)
+    paper_docs_per_batch: int  # documents a step that make about the paper's 128 mentions
     types: Tuple[str, ...] = ()  # PubTator mention types kept (empty: all)
+
+    def files_in(self, corpus_dir: Path, kb_dir: Path) -> List[Path]:
+        """The KB file (if it has one) in `kb_dir` and the split files in `corpus_dir`."""
+        return (([kb_dir / self.kb_file] if self.kb_file else [])
+                + [corpus_dir / name for name in self.files.values()])
 
 
 DATASETS: Dict[str, Dataset] = {
-    "ncbi": Dataset("ncbi", "ncbi_disease", NCBI_FILES, MEDIC_FILE, "MEDIC 2012", "pubtator"),
+    "ncbi": Dataset("ncbi", "ncbi_disease", NCBI_FILES, MEDIC_FILE, "MEDIC 2012", "pubtator",
+                    1e-4, 15),
     "bc5cdr": Dataset("bc5cdr", "bc5cdr", {"train": "CDR_TrainingSet.PubTator.txt",
                                            "dev": "CDR_DevelopmentSet.PubTator.txt",
                                            "test": "CDR_TestSet.PubTator.txt"},
-                      CTD_FILE, "CTD diseases 2017", "pubtator", ("Disease",)),
+                      CTD_FILE, "CTD diseases 2017", "pubtator", 8e-5, 15, ("Disease",)),
     "askapatient": Dataset("askapatient", "askapatient_fold0",
                            {"train": "AskAPatient.fold-0.train.txt",
                             "dev": "AskAPatient.fold-0.validation.txt",
                             "test": "AskAPatient.fold-0.test.txt"},
-                           "", "AskAPatient concepts", "askapatient"),
+                           "", "AskAPatient concepts", "askapatient", 4e-5, 128),
 }
+# kNN-BioEL's numbers that hold for every corpus (with the dataset's lr and batch: `--paper`)
+PAPER_RECIPE = {"temperature": 0.01, "mixed_precision": False}
 
 
 # ---------------------------------------------------------------- the recipe
@@ -227,7 +237,7 @@ def load_kb(bundle: Path, dataset: Dataset):
     from spacy_bioel.kb.medic import load_ctd_diseases, load_medic_dictionary
 
     if dataset.reader == "askapatient":
-        return load_askapatient_kb([bundle / dataset.folder / f for f in dataset.files.values()],
+        return load_askapatient_kb(dataset.files_in(bundle / dataset.folder, bundle),
                                    name=dataset.kb_name)
     if dataset.kb_file == CTD_FILE:
         return load_ctd_diseases(bundle / CTD_FILE, name=dataset.kb_name, progress=False)
@@ -469,7 +479,12 @@ def run_check(args: argparse.Namespace) -> Dict[str, Any]:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit(f"--gpu-id {args.gpu_id}: torch {torch.__version__} sees no CUDA device; "
                          "use --gpu-id -1 for CPU")
+    dataset = DATASETS[args.dataset]
     recipe = read_recipe(Path(args.config))
+    if args.paper:  # before --set, which still overrides any of it
+        for key, value in {**PAPER_RECIPE, "learn_rate": dataset.paper_learn_rate,
+                           "docs_per_batch": dataset.paper_docs_per_batch}.items():
+            setattr(recipe, key, value)
     for key in ("max_epochs", "patience", "seed"):
         if getattr(args, key) is not None:
             setattr(recipe, key, getattr(args, key))
@@ -485,9 +500,8 @@ def run_check(args: argparse.Namespace) -> Dict[str, Any]:
     output.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     timings: Dict[str, float] = {}
-    dataset = DATASETS[args.dataset]
-    missing = [str(path) for path in [bundle / dataset.folder / f for f in dataset.files.values()]
-               + ([bundle / dataset.kb_file] if dataset.kb_file else []) if not path.is_file()]
+    missing = [str(path) for path in dataset.files_in(bundle / dataset.folder, bundle)
+               if not path.is_file()]
     if missing:
         raise SystemExit(f"--dataset {args.dataset}: the bundle {bundle} lacks {', '.join(missing)}; "
                          f"build it with `python -m bench.gpu_check bundle --data-root DATA "
@@ -581,10 +595,8 @@ def make_bundle(data_root: Path, output: Path, encoder: str,
     sources: Dict[Path, Path] = {}
     for key in datasets:
         dataset = DATASETS[key]
-        if dataset.kb_file:
-            sources[data_root / "ctd_medic" / dataset.kb_file] = output / dataset.kb_file
-        sources.update({data_root / dataset.source / name: output / dataset.folder / name
-                        for name in dataset.files.values()})
+        sources.update(zip(dataset.files_in(data_root / dataset.source, data_root / "ctd_medic"),
+                           dataset.files_in(output / dataset.folder, output)))
     missing = [str(path) for path in sources if not path.is_file()]
     if missing:
         raise SystemExit(f"missing input files: {', '.join(missing)} (pass --data-root: the folder "
@@ -624,6 +636,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     run.add_argument("--output", default="metrics/gpu_check")
     run.add_argument("--encoder", default=None,
                      help="a model folder (default: the bundle's encoder/, else the embedded MiniLM)")
+    run.add_argument("--paper", action="store_true",
+                     help="kNN-BioEL's recipe for the dataset: tau 0.01, float32, its lr (NCBI 1e-4, "
+                          "BC5CDR 8e-5, AskAPatient 4e-5) and about 128 mentions a step")
     run.add_argument("--gpu-id", type=int, default=0, help="-1: CPU")
     run.add_argument("--pretrain-steps", type=int, default=1000, help="0: no pre-training")
     run.add_argument("--pretrain-batch-size", type=int, default=256)

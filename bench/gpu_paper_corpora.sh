@@ -1,9 +1,10 @@
 #!/bin/bash
 # One call on a lent GPU machine (docs/results/gpu.md, run 5): kNN-BioEL's recipe (seed paper
-# 000, Implementation Details) on BC5CDR-disease (CTD diseases 2017, lr 8e-5, 15 documents a
-# step: about 128 mentions) and AskAPatient fold 0 (its own concepts, lr 4e-5, 128 rows a step),
-# tau 0.01, p = 4, up to 20 epochs with early stopping (patience 3), seeds 0-2, without synonym
-# pre-training: six processes side by side on the one GPU (about 2 cores each).
+# 000, Implementation Details; `bench.gpu_check run --paper`) on BC5CDR-disease (CTD diseases
+# 2017, lr 8e-5, 15 documents a step: about 128 mentions) and AskAPatient fold 0 (its own
+# concepts, lr 4e-5, 128 rows a step), tau 0.01, p = 4, up to 20 epochs with early stopping
+# (patience 3), seeds 0-2, without synonym pre-training: six processes side by side on the one
+# GPU (about 2 cores each).
 # Needs gpu_bundle/ with bc5cdr and askapatient (`spacy project run gpu-bundle`), carried.
 # Usage: bash bench/gpu_paper_corpora.sh OUT GPU_ID [arguments for every run]
 #   PACK=1 (for the device tool, which returns at most 8 files): the runs are written under
@@ -17,15 +18,14 @@ mkdir -p "$OUT"
 RUNS=$OUT; [ "${PACK:-0}" = 1 ] && { RUNS=/tmp/paper_corpora; rm -rf "$RUNS"; mkdir -p "$RUNS"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>/dev/null
 python3 -c "import torch, transformers, sys; print(sys.version, torch.__version__, transformers.__version__)"
-P="--set temperature=0.01 --set mixed_precision=false --pretrain-steps 0 --max-epochs 20 --patience 3 --max-train-seconds ${PAPER_TRAIN_S:-200}"
 start=$(date +%s)
 for s in 0 1 2; do
-  OMP_NUM_THREADS=2 timeout ${PAPER_TIMEOUT:-290} python3 -m bench.gpu_check run --bundle gpu_bundle \
-    --config configs/linker.cfg --dataset bc5cdr --gpu-id "$GPU" --seed $s $P --set learn_rate=8e-5 \
-    --set docs_per_batch=15 --output "$RUNS/bc5cdr_s$s" $EXTRA > "$RUNS/bc5cdr_s$s.log" 2>&1 &
-  OMP_NUM_THREADS=2 timeout ${PAPER_TIMEOUT:-290} python3 -m bench.gpu_check run --bundle gpu_bundle \
-    --config configs/linker.cfg --dataset askapatient --gpu-id "$GPU" --seed $s $P --set learn_rate=4e-5 \
-    --set docs_per_batch=128 --output "$RUNS/askapatient_s$s" $EXTRA > "$RUNS/askapatient_s$s.log" 2>&1 &
+  for d in bc5cdr askapatient; do
+    OMP_NUM_THREADS=2 timeout ${PAPER_TIMEOUT:-290} python3 -m bench.gpu_check run --bundle gpu_bundle \
+      --config configs/linker.cfg --dataset $d --paper --gpu-id "$GPU" --seed $s --pretrain-steps 0 \
+      --max-epochs 20 --patience 3 --max-train-seconds ${PAPER_TRAIN_S:-200} \
+      --output "$RUNS/${d}_s$s" $EXTRA > "$RUNS/${d}_s$s.log" 2>&1 &
+  done
 done
 wait
 echo "paper runs: $(( $(date +%s) - start )) s side by side"

@@ -15,7 +15,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>/dev/null
 python3 -c "import torch, transformers, sys; print(sys.version, torch.__version__, transformers.__version__)"
 python3 -m bench.gpu_check run --bundle gpu_bundle --config configs/linker.cfg --gpu-id "$GPU" \
   --output "$OUT/check" $EXTRA 2>&1 | grep -v Warning | tail -25
-P="--set temperature=0.01 --set learn_rate=1e-4 --set docs_per_batch=15 --set mixed_precision=false --max-epochs 20 --patience 3 --max-train-seconds ${PAPER_TRAIN_S:-200}"
+P="--paper --max-epochs 20 --patience 3 --max-train-seconds ${PAPER_TRAIN_S:-200}"
 start=$(date +%s)
 for s in 1 2; do
   OMP_NUM_THREADS=4 timeout ${PAPER_TIMEOUT:-330} python3 -m bench.gpu_check run --bundle gpu_bundle --config configs/linker.cfg \

@@ -127,12 +127,18 @@ def test_bc5cdr_keeps_disease_mentions_against_ctd(tmp_path, tiny_bert_dir):
     assert "dataset bc5cdr" in (tmp_path / "out" / "gpu_check.md").read_text()
 
 
-def test_askapatient_rows_are_one_mention_documents(tmp_path, tiny_bert_dir):
+@pytest.fixture
+def aap_bundle(tmp_path, tiny_bert_dir):
     folder = tmp_path / "bundle"
     (folder / "askapatient").mkdir(parents=True)
     for name in DATASETS["askapatient"].files.values():
         (folder / "askapatient" / name).write_text(AAP, encoding="utf-8")
     shutil.copytree(tiny_bert_dir, folder / "encoder")
+    return folder
+
+
+def test_askapatient_rows_are_one_mention_documents(tmp_path, aap_bundle):
+    folder = aap_bundle
     saved = tmp_path / "model"
     assert _run_dataset("askapatient", folder, tmp_path / "out", "--save-model", str(saved)) == 0
     report = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
@@ -183,3 +189,12 @@ def test_bundle_names_what_is_missing(tmp_path):
               "--datasets", "askapatient"])
     with pytest.raises(SystemExit):
         main(["bundle", "--data-root", str(tmp_path), "--datasets", "mimic"])
+
+
+def test_paper_sets_the_corpus_recipe_and_set_still_overrides(tmp_path, aap_bundle):
+    folder = aap_bundle
+    assert _run_dataset("askapatient", folder, tmp_path / "out", "--paper",
+                        "--set", "docs_per_batch=2") == 0
+    recipe = json.loads((tmp_path / "out" / "gpu_check.json").read_text())["recipe"]
+    assert (recipe["temperature"], recipe["learn_rate"], recipe["mixed_precision"]) == (0.01, 4e-5, False)
+    assert recipe["docs_per_batch"] == 2
