@@ -3,7 +3,8 @@ evaluation) plus a progress line between evaluations, so that `spacy train` is
 not silent for the minutes an epoch and an index refresh take.
 
 Every `every_seconds` (checked after each optimizer step) it prints, for each
-bioel_linker that trains: the step, the epoch and the share of its training
+component that trains and keeps a training state (a bioel_linker, a
+bioel_reranker; frozen ones are left out): the step, the epoch and the share of its training
 mentions seen, the mean loss since the last line, steps per second, and the
 time left to the next evaluation and to the end of training (`max_steps`, or
 `max_epochs` from the pace of the current epoch), with the evaluations still
@@ -20,7 +21,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, List, Optional, Tuple
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from spacy.util import registry
 
@@ -83,7 +84,7 @@ class TrainingProgress:
         step = state.steps
         step_time = self._typical_step()  # evaluations excluded: they are counted apart
         parts = [f"{name}: step {step}"]
-        epoch_mentions = len(linker.train_mentions)
+        epoch_mentions = epoch_size(linker)
         done = len(linker.epoch_seconds)
         fraction = min(1.0, state.seen_in_epoch / epoch_mentions) if epoch_mentions else 0.0
         if epoch_mentions:
@@ -119,12 +120,20 @@ class TrainingProgress:
         return max(0, min(left)) if left else None
 
 
-def training_linkers(nlp: Any) -> List[Tuple[str, Any]]:
-    """The pipeline's components that keep a linker's training state."""
+def epoch_size(pipe: Any) -> int:
+    """The training mentions of one epoch: a component's `epoch_size` (the
+    reranker counts its gold mentions at `initialize`), else its `train_mentions`."""
+    size = getattr(pipe, "epoch_size", None)
+    return int(size) if size is not None else len(getattr(pipe, "train_mentions", ()))
+
+
+def training_linkers(nlp: Any, frozen: Sequence[str] = ()) -> List[Tuple[str, Any]]:
+    """The pipeline's components that keep a training state (`updates.TrainingState`)
+    and are not in `frozen` ([training] frozen_components: a reranker's sourced linker)."""
     from .updates import TrainingState
 
     return [(name, pipe) for name, pipe in nlp.pipeline
-            if isinstance(getattr(pipe, "steps", None), TrainingState)]
+            if name not in frozen and isinstance(getattr(pipe, "steps", None), TrainingState)]
 
 
 @registry.loggers("spacy-bioel.ProgressLogger.v1")
@@ -150,7 +159,7 @@ def progress_logger(every_seconds: float = 60.0, console_output: bool = True,
 
         progress = TrainingProgress(every_seconds, setting("eval_frequency"), setting("max_steps"),
                                     setting("max_epochs"), setting("patience"))
-        linkers = training_linkers(nlp)
+        linkers = training_linkers(nlp, training.get("frozen_components") or ())
 
         def log_step(info: Optional[Dict[str, Any]]) -> None:
             if info is not None:
@@ -208,4 +217,5 @@ class EvaluationLog:
             self.stream = None
 
 
-__all__ = ["progress_logger", "TrainingProgress", "EvaluationLog", "training_linkers", "duration"]
+__all__ = ["progress_logger", "TrainingProgress", "EvaluationLog", "training_linkers", "epoch_size",
+           "duration"]

@@ -12,6 +12,7 @@ concept" option when the training data has NIL mentions.
 """
 
 import logging
+import time
 from collections import Counter
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -28,6 +29,7 @@ from ..errors import BioELError, Errors
 from ..kb.knowledge_base import NIL, KnowledgeBase
 from ..losses.listwise import listwise_softmax_loss
 from ..pipeline.extensions import install_extensions
+from ..pipeline.updates import TrainingState
 from . import serialize
 from .decisions import decide, gated, no_candidates
 from .inputs import CandidateTexts, query_text
@@ -79,6 +81,10 @@ class BioELReranker(TrainablePipe):
         self.texts: Optional[CandidateTexts] = None
         self.counts: Counter = Counter()  # entities by what happened to them
         self.seen: Optional[Set[str]] = None  # concepts with a training mention (initialize)
+        # where training is, for the progress line (`spacy-bioel.ProgressLogger.v1`)
+        self.steps = TrainingState()
+        self.epoch_size = 0  # gold mentions of the training examples (initialize)
+        self.epoch_seconds: List[float] = []
 
     # ------------------------------------------------------------------ setup
     def set_kb(self, kb: KnowledgeBase) -> None:
@@ -107,7 +113,9 @@ class BioELReranker(TrainablePipe):
         if self.kb is None:
             raise BioELError(Errors.E186.format(name=self.name))
         self.model.initialize(X=[("mention", "concept")])
-        n_nil = sum(ent.kb_id_ in NIL_MARKERS for eg in get_examples() for ent in eg.reference.ents)
+        gold = [ent.kb_id_ for eg in get_examples() for ent in eg.reference.ents]
+        n_nil = sum(kb_id in NIL_MARKERS for kb_id in gold)
+        self.steps, self.epoch_size, self.epoch_seconds = TrainingState(), len(gold), []
         self.seen = seen_concepts(self.kb, get_examples())
         self.cfg["nil_option"] = bool(self.cfg["learn_nil"] and n_nil)
         logger.info("%s: %d NIL training mention(s); learned 'no concept' option %s; %d seen "
@@ -168,7 +176,23 @@ class BioELReranker(TrainablePipe):
         if sgd is not None:
             self.finish_update(sgd)
         losses[self.name] += loss
+        self.count_step(loss, sum(len(eg.reference.ents) for eg in examples))
         return losses
+
+    def count_step(self, loss: float, mentions: int) -> None:
+        """Where training is (steps, the epoch's gold mentions seen, the loss
+        since the progress logger last read it); an epoch ends after
+        `epoch_size` gold mentions."""
+        state = self.steps
+        if state.seen_in_epoch == 0:
+            state.epoch_start = time.perf_counter()
+        state.steps += 1
+        state.loss_sum += loss
+        state.loss_steps += 1
+        state.seen_in_epoch += mentions
+        if self.epoch_size and state.seen_in_epoch >= self.epoch_size:
+            self.epoch_seconds.append(round(time.perf_counter() - state.epoch_start, 1))
+            state.seen_in_epoch = 0
 
     def get_loss(self, examples: Iterable[Example], scores: Any) -> Tuple[float, Any]:
         """The loss is computed inside `update` (it needs the candidate lists)."""

@@ -100,6 +100,27 @@ def test_overfits_a_tiny_corpus(trained):
     assert reranker.counts["reranked"] > 0
 
 
+def test_training_is_counted_for_the_progress_line(trained):
+    """`spacy train` is not silent between evaluations for a reranker either:
+    its steps, epochs (its training examples' gold mentions) and loss feed
+    `spacy-bioel.ProgressLogger.v1`, and a frozen component prints no line."""
+    from spacy_bioel.pipeline.progress_logger import TrainingProgress, training_linkers
+
+    nlp, history, _ = trained
+    reranker = nlp.get_pipe("bioel_reranker")
+    assert reranker.epoch_size == 6  # TRAIN's gold mentions, the NIL one included
+    # each of the 80 updates read all three documents: one epoch a step
+    assert reranker.steps.steps == 80 and len(reranker.epoch_seconds) == 80
+    assert reranker.steps.seen_in_epoch == 0
+    assert reranker.steps.loss_sum == pytest.approx(sum(history))
+    assert training_linkers(nlp) == [("bioel_reranker", reranker)]
+    assert training_linkers(nlp, frozen=["bioel_reranker"]) == []
+    progress = TrainingProgress(0, eval_frequency=100, max_steps=120, max_epochs=0)
+    line = progress.stepped(training_linkers(nlp))
+    assert line.startswith("bioel_reranker: step 80 | epoch 81, 0% of 6 mentions | loss ")
+    assert "(last 80 steps)" in line and reranker.steps.loss_steps == 0  # read and reset
+
+
 def test_round_trip_keeps_predictions(trained):
     nlp, _, path = trained
     before = decisions(run(nlp))
