@@ -106,7 +106,13 @@ class OnnxRuntime:
         ONNX Runtime's activation arena grows with them: 32 peaked 15 MB below
         64 on NCBI test x1 at the same speed). A call holds at most
         `batch_size * TOKENS_PER_TEXT` tokens, padding included: a batch of
-        long mentions is split, so the arena is sized for short ones.
+        long mentions is split, so the arena is sized for short ones. A
+        quantised graph is called once per text instead: dynamic quantisation
+        scales the activations by their range over the whole call, so in a
+        batch a text's embedding would depend on the texts beside it (the
+        same mention at cosine 0.979 with itself in a shuffled AskAPatient dev
+        batch, and 1% of its links changed); alone it depends on its own
+        tokens only, and lies closer to the float32 graph's.
     tower (str): The tower exported: "mention" (prediction) or "concept"
         (`benchmark-index --encode-with`: a KB's names); not a config setting.
 
@@ -210,7 +216,8 @@ class OnnxRuntime:
             start = time.perf_counter()
             ids, mask = self._tokenizer([keys[i] for i in indices])
             tokenizing += time.perf_counter() - start
-            rows = max(1, size * TOKENS_PER_TEXT // max(1, ids.shape[1]))
+            # a quantised graph scales its activations per call: one text a call
+            rows = 1 if self.quantize else max(1, size * TOKENS_PER_TEXT // max(1, ids.shape[1]))
             for first in range(0, len(indices), rows):  # one call unless the texts are long
                 part = slice(first, first + rows)
                 width = max(1, int(mask[part].sum(axis=1).max()))  # its own padding only

@@ -70,6 +70,22 @@ def test_onnx_reproduces_the_torch_mention_tower(tiny_bert_dir):
 
 
 @ONNX_EXTRA
+@pytest.mark.parametrize("quantize", ["int8", "int8-all"])
+def test_a_quantised_graph_encodes_each_text_alone(tiny_bert_dir, quantize):
+    """Dynamic quantisation scales the activations by their range over one call,
+    so a quantised graph gets one text a call: a text's embedding is the same
+    whatever is encoded beside it (a mention links the same way in any batch)."""
+    nlp = build(tiny_bert_dir, quantize=quantize)
+    linker = nlp.get_pipe("bioel_linker")
+    alone = np.stack([linker.runtime.encode(linker.model, [text], 64)[0] for text in TEXTS])
+    together = linker.runtime.encode(linker.model, TEXTS, 64)
+    others = ["a very long mention of another disease entirely, with more words", "MI"]
+    mixed = linker.runtime.encode(linker.model, others + TEXTS[::-1], 64)[len(others):][::-1]
+    assert np.allclose(together, alone, atol=1e-6, rtol=0)
+    assert np.allclose(mixed, alone, atol=1e-6, rtol=0)
+
+
+@ONNX_EXTRA
 def test_a_batch_of_long_texts_is_split_to_a_token_budget(tiny_bert_dir, monkeypatch):
     """No ONNX Runtime call holds more than batch_size * TOKENS_PER_TEXT tokens
     (padding included): long texts run in smaller calls, each padded to its own
