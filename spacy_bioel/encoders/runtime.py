@@ -216,9 +216,10 @@ class OnnxRuntime:
             start = time.perf_counter()
             ids, mask = self._tokenizer([keys[i] for i in indices])
             tokenizing += time.perf_counter() - start
-            # a quantised graph scales its activations per call: one text a call
+            # a quantised graph scales its activations per call: one text a call; float32 keeps
+            # the bucket in one call unless its texts are long
             rows = 1 if self.quantize else max(1, size * TOKENS_PER_TEXT // max(1, ids.shape[1]))
-            for first in range(0, len(indices), rows):  # one call unless the texts are long
+            for first in range(0, len(indices), rows):
                 part = slice(first, first + rows)
                 width = max(1, int(mask[part].sum(axis=1).max()))  # its own padding only
                 embeddings = self._session.run(None, {

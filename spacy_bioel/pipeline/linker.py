@@ -101,6 +101,11 @@ class BioELLinker(TrainablePipe):
         """(mention input, gold concept id) of the datastore's training mentions."""
         return self.state.train_mentions
 
+    @property
+    def epoch_size(self) -> int:
+        """The training mentions of one epoch (the progress line's unit)."""
+        return len(self.state.train_mentions)
+
     @train_mentions.setter
     def train_mentions(self, mentions: Iterable[Tuple]) -> None:
         """(mention input, gold concept id) pairs, or triples that also set `train_docs`."""

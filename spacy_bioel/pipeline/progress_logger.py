@@ -38,7 +38,8 @@ def duration(seconds: float) -> str:
 
 
 class TrainingProgress:
-    """The progress line of one training run, from the linkers' training state.
+    """The progress line of one training run, from the training state of its
+    components (`steps`, `epoch_size`, `epoch_seconds`: a linker's, a reranker's).
 
     every_seconds (float): Seconds between lines (0: after every step).
     eval_frequency, max_steps, max_epochs, patience: the [training] settings.
@@ -84,7 +85,7 @@ class TrainingProgress:
         step = state.steps
         step_time = self._typical_step()  # evaluations excluded: they are counted apart
         parts = [f"{name}: step {step}"]
-        epoch_mentions = epoch_size(linker)
+        epoch_mentions = linker.epoch_size
         done = len(linker.epoch_seconds)
         fraction = min(1.0, state.seen_in_epoch / epoch_mentions) if epoch_mentions else 0.0
         if epoch_mentions:
@@ -118,13 +119,6 @@ class TrainingProgress:
                 else step / max(done, 1)
             left.append(int(round((self.max_epochs - done - fraction) * steps_in_epoch)))
         return max(0, min(left)) if left else None
-
-
-def epoch_size(pipe: Any) -> int:
-    """The training mentions of one epoch: a component's `epoch_size` (the
-    reranker counts its gold mentions at `initialize`), else its `train_mentions`."""
-    size = getattr(pipe, "epoch_size", None)
-    return int(size) if size is not None else len(getattr(pipe, "train_mentions", ()))
 
 
 def training_linkers(nlp: Any, frozen: Sequence[str] = ()) -> List[Tuple[str, Any]]:
@@ -217,5 +211,4 @@ class EvaluationLog:
             self.stream = None
 
 
-__all__ = ["progress_logger", "TrainingProgress", "EvaluationLog", "training_linkers", "epoch_size",
-           "duration"]
+__all__ = ["progress_logger", "TrainingProgress", "EvaluationLog", "training_linkers", "duration"]

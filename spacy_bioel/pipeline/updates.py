@@ -44,6 +44,25 @@ class TrainingState:
     loss_sum: float = 0.0
     loss_steps: int = 0
 
+    def record(self, loss: float, mentions: int) -> None:
+        """One update's loss and gold mentions (an epoch's clock starts at its first)."""
+        if self.seen_in_epoch == 0:
+            self.epoch_start = time.perf_counter()
+        self.loss_sum += loss
+        self.loss_steps += 1
+        self.seen_in_epoch += mentions
+
+    def epoch_complete(self, size: int) -> bool:
+        """Whether the epoch's `size` mentions are all seen; if so the count starts again."""
+        if not size or self.seen_in_epoch < size:
+            return False
+        self.seen_in_epoch = 0
+        return True
+
+    def epoch_elapsed(self) -> float:
+        """Seconds since the epoch's first update, to 0.1 s."""
+        return round(time.perf_counter() - self.epoch_start, 1)
+
 
 def update(linker: "Trainee", examples: List[Example], sgd: Optional[Optimizer],
            losses: Dict[str, float]) -> Dict[str, float]:
@@ -71,14 +90,9 @@ def update(linker: "Trainee", examples: List[Example], sgd: Optional[Optimizer],
         train_step(linker.model, linker.loss, batch, linker.index, linker.negatives, linker.fgsm,
                    linker.rng), {})
     losses[linker.name] += value
-    state = linker.steps
-    state.loss_sum += value
-    state.loss_steps += 1
     for term, term_value in terms.items():
         losses[f"{linker.name}_L{term}"] = losses.get(f"{linker.name}_L{term}", 0.0) + term_value
-    if state.seen_in_epoch == 0:
-        state.epoch_start = time.perf_counter()
-    state.seen_in_epoch += len(mentions)
+    linker.steps.record(value, len(mentions))
     if sgd not in (None, False):
         linker.finish_update(sgd)
     return losses
@@ -93,13 +107,12 @@ def after_step(linker: "Trainee") -> None:
     linker.runtime.invalidate()
     linker.model_changed()
     linker.index.stale = linker.index.stale or concept_tower_trained(linker.model)
-    if linker.train_mentions and state.seen_in_epoch >= len(linker.train_mentions):
-        state.seen_in_epoch = 0
+    if state.epoch_complete(len(linker.train_mentions)):
         # hard negatives need it; the datastore waits for evaluation. Not when spaCy evaluates
         # after the next step (eval_frequency = an epoch's steps): that refresh is the epoch's
         if linker.index.stale and not evaluates_next(state):
             linker.refresh(datastore=False)
-        linker.epoch_seconds.append(round(time.perf_counter() - state.epoch_start, 1))
+        linker.epoch_seconds.append(state.epoch_elapsed())
         logger.info("%s: epoch %d took %.1fs (index refresh included)", linker.name,
                     len(linker.epoch_seconds), linker.epoch_seconds[-1])
         for hook in linker.hooks:  # e.g. BioFEG's steps 2-3 after its epochs

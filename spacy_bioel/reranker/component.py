@@ -12,7 +12,6 @@ concept" option when the training data has NIL mentions.
 """
 
 import logging
-import time
 from collections import Counter
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -183,16 +182,10 @@ class BioELReranker(TrainablePipe):
         """Where training is (steps, the epoch's gold mentions seen, the loss
         since the progress logger last read it); an epoch ends after
         `epoch_size` gold mentions."""
-        state = self.steps
-        if state.seen_in_epoch == 0:
-            state.epoch_start = time.perf_counter()
-        state.steps += 1
-        state.loss_sum += loss
-        state.loss_steps += 1
-        state.seen_in_epoch += mentions
-        if self.epoch_size and state.seen_in_epoch >= self.epoch_size:
-            self.epoch_seconds.append(round(time.perf_counter() - state.epoch_start, 1))
-            state.seen_in_epoch = 0
+        self.steps.record(loss, mentions)
+        self.steps.steps += 1
+        if self.steps.epoch_complete(self.epoch_size):
+            self.epoch_seconds.append(self.steps.epoch_elapsed())
 
     def get_loss(self, examples: Iterable[Example], scores: Any) -> Tuple[float, Any]:
         """The loss is computed inside `update` (it needs the candidate lists)."""

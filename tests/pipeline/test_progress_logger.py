@@ -35,7 +35,7 @@ def test_a_line_is_due_every_interval_and_says_where_training_is():
     clock = Clock()
     # 1,000 training mentions, 10 per step: 100 steps an epoch of 50 s; 2 epochs; evaluation every 100 steps
     linker = SimpleNamespace(steps=TrainingState(epoch_start=0.0, eval_frequency=100),
-                             train_mentions=[("m", "C")] * 1000, epoch_seconds=[])
+                             epoch_size=1000, epoch_seconds=[])
     progress = TrainingProgress(10, eval_frequency=100, max_steps=0, max_epochs=2, clock=clock)
     lines = run_steps(progress, linker, clock, 45)
     assert [step for step, _ in lines] == [20, 40]  # every 10 s of 0.5 s steps
@@ -51,7 +51,7 @@ def test_a_line_is_due_every_interval_and_says_where_training_is():
 def test_the_end_counts_the_evaluations_at_the_length_of_the_last():
     clock = Clock()
     linker = SimpleNamespace(steps=TrainingState(epoch_start=0.0, eval_frequency=100),
-                             train_mentions=[("m", "C")] * 1000, epoch_seconds=[])
+                             epoch_size=1000, epoch_seconds=[])
     progress = TrainingProgress(10, eval_frequency=100, max_steps=300, max_epochs=0, patience=50,
                                 clock=clock)
     run_steps(progress, linker, clock, 99)
