@@ -232,3 +232,22 @@ def embedded_default_command(
 
     result = run(kb_path, encoder, calls)
     write_report(output, result, table(result))
+
+
+@app.command("scan-probe")
+def scan_probe(
+    pipeline: Path = typer.Argument(..., help="A saved pipeline whose name index is int8 or flat_int8"),
+    data: Path = typer.Argument(..., help="DocBin: its distinct gold mention texts are the queries"),
+    output: Path = typer.Option(Path("metrics/scan_probe.json"), "--output", help="JSON (a .md beside it)"),
+    call: int = typer.Option(64, "--call", min=1, help="Queries a scan call (the store's own default)"),
+    pool: int = typer.Option(256, "--pool", min=1, help="Names proposed a query"),
+    repeats: int = typer.Option(3, "--repeats", min=1),
+    verbose: bool = typer.Option(False, "--verbose", "-V"),
+) -> None:
+    """The int8 name scan on a pipeline's own mentions: its time, its agreement with the
+    exact search, and whether a query's answer moves with the queries beside it."""
+    setup_logging(verbose)
+    from ..scan_probe import markdown, probe
+
+    result = probe(pipeline, data, call=call, pool=pool, repeats=repeats)
+    write_report(output, result, markdown(result))

@@ -5,19 +5,26 @@ scan's scores as they are (the stored float vectors are never read to search:
 neither resident nor paged in); a `flat_int8` index re-scores the proposed names
 exactly from the stored vectors (`DenseCandidateStore._rescore`).
 
-Each name vector is quantised symmetrically to int8 with its own scale
-(max |v| / 127), the queries dynamically to uint8 by ONNX Runtime's
-`DynamicQuantizeMatMul` (com.microsoft), and `TopK` keeps the best names: one
-pass over 1 byte per dimension instead of a float32 matmul over every name,
-with no FAISS. The names are held in blocks of `BLOCK_NAMES` (each block's
-(dim, size) matrix contiguous, so a block is a view of the saved file): each
-block is scanned on its own and the blocks' best names merged, so the score
-buffer holds a block's scores, not every name's: on MEDIC's 72,968 names, 64
-queries a call take 6.3 MB, where 32 queries over every name took 9.3 MB, and
-the scan of 3,600 queries 1.01-1.05 s against 1.06-1.09 s (blocks of 16,384
-names: 4.2 MB, 1.16-1.21 s; of 36,864: 9.4 MB, 0.94-0.97 s). The graph holds no
-weights (`assets/int8_scan.onnx`, built by `scan_graph`): a block's int8
-names and scales are inputs of each call, handed over without a copy.
+Each name vector is quantised symmetrically to int8 with its own scale (max |v|
+/ 127), and so is each query (`quantize_queries`: a query's values do not
+depend on the queries scanned beside it, so tune's pass and a pipeline's, which
+batch mentions differently, score it the same); ONNX Runtime's
+`MatMulIntegerToFloat` (com.microsoft) scales the exact int32 products by the
+names' scales and `TopK` keeps the best names: one pass over 1 byte per
+dimension instead of a float32 matmul over every name, with no FAISS. (Until
+issue 46, `DynamicQuantizeMatMul` quantised a call's queries as one tensor, and
+a query's scores moved with its neighbours by up to 3e-3: 1 of 3,600 top-1
+names changed when the calls were shuffled, at the same speed; queries: MEDIC
+names with noise, docs/results/speed.md.) The names are held in blocks of
+`BLOCK_NAMES` (each block's (dim, size) matrix contiguous, so a block is a view
+of the saved file): each block is scanned on its own and the blocks' best names
+merged, so the score buffer holds a block's scores, not every name's: on
+MEDIC's 72,968 names, 64 queries a call take 6.3 MB, where 32 queries over
+every name took 9.3 MB, and the scan of 3,600 queries 1.01-1.05 s against
+1.06-1.09 s (blocks of 16,384 names: 4.2 MB, 1.16-1.21 s; of 36,864: 9.4 MB,
+0.94-0.97 s). The graph holds no weights (`assets/int8_scan.onnx`, built by
+`scan_graph`): a block's int8 names and scales are inputs of each call, handed
+over without a copy.
 
 On the natural corpus (MEDIC's 72,968 names, 3,600 mention queries, 2 CPU
 cores) the scan takes about 1 s against 2.9 s for the float32 matmul of the
@@ -28,7 +35,7 @@ accuracy are unchanged too; Acc@5 moves by up to 0.25 points
 (docs/results/speed.md).
 
 References:
-    ONNX Runtime contrib ops, DynamicQuantizeMatMul; Jacob et al., Quantization
+    ONNX Runtime contrib ops, MatMulIntegerToFloat; Jacob et al., Quantization
     and training of neural networks for efficient integer-arithmetic-only
     inference, CVPR 2018 (symmetric int8 with per-channel scales).
 """
@@ -44,6 +51,7 @@ from ..encoders.onnx_sessions import new_session, track
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 QUANTIZE_ROWS = 1024  # names quantised this many at a time (no float32 copy; 8192 peaked 30 MB higher)
 BLOCK_NAMES = 24576  # names per scanned block (the score buffer: queries x block x 4 bytes)
+QUERY_ZERO = 128  # a query's int8 values are passed as uint8 with this zero point (ONNX Runtime's u8 x s8 kernel)
 
 
 def graph_file() -> Path:
@@ -52,25 +60,32 @@ def graph_file() -> Path:
 
 
 def scan_graph() -> bytes:
-    """The weightless graph: queries (batch, dim) float32, a block's names W
-    (dim, size) int8, their scales (size,) float32 and zero points (size,) int8,
-    and k (1,) int64 -> indices (batch, k) of the block's best names by the int8
-    scan and their scores (batch, k). Needs `onnx`; the package ships its
-    output (`graph_file`)."""
+    """The weightless graph: queries (batch, dim) uint8 and their scales
+    (batch, 1) float32 (`quantize_queries`), a block's names W (dim, size) int8
+    and their scales (size,) float32, and k (1,) int64 -> indices (batch, k) of
+    the block's best names by the int8 scan and their scores (batch, k). The
+    int32 products are exact, so a query's scores do not depend on the queries
+    scanned beside it. Needs `onnx`; the package ships its output
+    (`graph_file`)."""
     from onnx import TensorProto, helper
 
-    nodes = [helper.make_node("DynamicQuantizeMatMul", ["queries", "W", "scale", "zp"], ["scores"],
-                              domain="com.microsoft"),
-             helper.make_node("TopK", ["scores", "k"], ["values", "indices"], axis=1)]
+    # the names' scales multiply the exact int32 products inside the matmul; a query's
+    # own scale (one positive number) leaves its ranking as it is, so only the k kept are scaled
+    nodes = [helper.make_node("MatMulIntegerToFloat", ["queries", "W", "one", "scale", "query_zero"],
+                              ["name_scaled"], domain="com.microsoft"),
+             helper.make_node("TopK", ["name_scaled", "k"], ["unscaled", "indices"], axis=1),
+             helper.make_node("Mul", ["unscaled", "query_scale"], ["values"])]
     graph = helper.make_graph(
         nodes, "bioel_int8_scan",
-        [helper.make_tensor_value_info("queries", TensorProto.FLOAT, ["batch", "dim"]),
+        [helper.make_tensor_value_info("queries", TensorProto.UINT8, ["batch", "dim"]),
+         helper.make_tensor_value_info("query_scale", TensorProto.FLOAT, ["batch", 1]),
          helper.make_tensor_value_info("W", TensorProto.INT8, ["dim", "size"]),
          helper.make_tensor_value_info("scale", TensorProto.FLOAT, ["size"]),
-         helper.make_tensor_value_info("zp", TensorProto.INT8, ["size"]),
          helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
         [helper.make_tensor_value_info("indices", TensorProto.INT64, ["batch", "pool"]),
-         helper.make_tensor_value_info("values", TensorProto.FLOAT, ["batch", "pool"])])
+         helper.make_tensor_value_info("values", TensorProto.FLOAT, ["batch", "pool"])],
+        initializer=[helper.make_tensor("one", TensorProto.FLOAT, [], [1.0]),
+                     helper.make_tensor("query_zero", TensorProto.UINT8, [], [QUERY_ZERO])])
     model = helper.make_model(graph, producer_name="spacy-bioel",
                               opset_imports=[helper.make_opsetid("", 17),
                                              helper.make_opsetid("com.microsoft", 1)])
@@ -96,6 +111,18 @@ def quantize_names(vectors: np.ndarray, block: Optional[int] = None
             scales[first + start:first + start + len(rows)] = scale
             names[:, start:start + len(rows)] = np.rint(rows / scale[:, None]).T
     return weights, scales
+
+
+def quantize_queries(queries: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """RETURNS: the (batch, dim) queries quantised symmetrically to int8, each
+    row with its own scale (max |v| / 127), as uint8 offset by `QUERY_ZERO`,
+    and their (batch, 1) float32 scales (a zero query keeps scale 1). Each row
+    is quantised alone, so it does not depend on the rows beside it."""
+    queries = np.asarray(queries, dtype=np.float32)
+    scale = np.abs(queries).max(axis=1, keepdims=True, initial=0.0) / 127.0
+    scale[scale == 0] = 1.0
+    quantised = np.rint(queries / scale).astype(np.int16) + QUERY_ZERO
+    return np.ascontiguousarray(quantised, dtype=np.uint8), scale.astype(np.float32)
 
 
 def name_blocks(weights: np.ndarray, scales: np.ndarray, dim: int, block: int
@@ -145,10 +172,9 @@ class Int8Scan:
 
         self.n_names = len(scales)
         ortvalue = onnxruntime.OrtValue.ortvalue_from_numpy
-        zero = np.zeros(min(self.n_names, block), dtype=np.int8)
         # each OrtValue wraps its numpy buffer without a copy and keeps it alive
         self._blocks = [(first, ortvalue(names), ortvalue(scales[first:first + names.shape[1]]),
-                         ortvalue(zero[:names.shape[1]]), names.shape[1])
+                         names.shape[1])
                         for first, names in name_blocks(weights, scales, dim, block)]
         self._session = None
         track(self)  # its session is dropped in a forked worker
@@ -165,14 +191,15 @@ class Int8Scan:
 
         pool = min(pool, self.n_names)
         session = self._ready()
-        query_value = onnxruntime.OrtValue.ortvalue_from_numpy(
-            np.ascontiguousarray(queries, dtype=np.float32))
+        quantised, query_scale = quantize_queries(queries)
+        ortvalue = onnxruntime.OrtValue.ortvalue_from_numpy
+        query_value, query_scale = ortvalue(quantised), ortvalue(query_scale)
         indices, values = [], []
-        for first, names, scales, zero, size in self._blocks:
-            k = onnxruntime.OrtValue.ortvalue_from_numpy(np.array([min(pool, size)], dtype=np.int64))
+        for first, names, scales, size in self._blocks:
+            k = ortvalue(np.array([min(pool, size)], dtype=np.int64))
             found, scores = session.run_with_ort_values(
-                ["indices", "values"], {"queries": query_value, "W": names, "scale": scales,
-                                        "zp": zero, "k": k})
+                ["indices", "values"], {"queries": query_value, "query_scale": query_scale,
+                                        "W": names, "scale": scales, "k": k})
             indices.append(found.numpy() + first)
             values.append(scores.numpy())
         if len(indices) == 1:
@@ -182,4 +209,4 @@ class Int8Scan:
         return np.take_along_axis(indices, order, 1), np.take_along_axis(values, order, 1)
 
 
-__all__ = ["Int8Scan", "scan_graph", "quantize_names", "name_blocks", "reblock", "graph_file", "BLOCK_NAMES"]
+__all__ = ["Int8Scan", "scan_graph", "quantize_names", "quantize_queries", "name_blocks", "reblock", "graph_file", "BLOCK_NAMES"]

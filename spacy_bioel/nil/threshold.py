@@ -81,7 +81,12 @@ def conservative_threshold(nil_scores: Sequence[float], right: Sequence[bool], f
                            max_right_as_nil: float = MAX_RIGHT_AS_NIL) -> float:
     """Without gold NIL: `floor` (e.g. 0.5, NIL when the top candidate is more
     likely wrong than right), raised until at most `max_right_as_nil` of the
-    mentions have a right top candidate and a score at or above it."""
+    mentions have a right top candidate and a score at or above it. The raised
+    threshold lies halfway between the highest right link it must keep and the
+    next observed score above that: every value in the gap gives dev the same
+    answers, and the middle keeps them when the threshold is saved rounded (the
+    cfg's JSON keeps 10 decimals) or the scores move by float noise; one ulp
+    above the kept link, a saved AskAPatient threshold fell below it."""
     scores = np.asarray(nil_scores, dtype=np.float64)
     correct = np.asarray(right, dtype=bool)
     if not len(scores):
@@ -90,8 +95,12 @@ def conservative_threshold(nil_scores: Sequence[float], right: Sequence[bool], f
     right_scores = np.sort(scores[correct])[::-1]  # the right ones most likely to be thrown first
     if len(right_scores) <= allowed:
         return floor
-    # above the (allowed + 1)-th highest score of a right link: at most `allowed` reach it
-    return float(min(1.0, max(floor, np.nextafter(right_scores[allowed], np.inf))))
+    kept = right_scores[allowed]  # the (allowed + 1)-th highest score of a right link stays below
+    if kept < floor:
+        return floor
+    above = scores[scores > kept]
+    cut = (kept + above.min()) / 2 if len(above) else (kept + 1.0) / 2
+    return float(min(1.0, max(cut, np.nextafter(kept, np.inf))))
 
 
 __all__ = ["calibrate_nil_threshold", "conservative_threshold", "nil_f1_at", "right_as_nil_at",

@@ -198,7 +198,7 @@ def test_flat_int8_scan_re_scored_exactly(data, dtype, monkeypatch):
 def test_int8_scores_are_the_scans_and_the_vectors_are_never_read(data, tmp_path):
     """An 'int8' store answers with the int8 scan's own scores: each within the
     quantisation bound of the exact score of the name it returns (here 0.02:
-    unit 16-d vectors, per-name int8 and per-batch uint8 steps), each concept
+    unit 16-d vectors, per-name and per-query int8 steps), each concept
     within twice that of its exact best, masks honoured, k concepts per query.
     Saved and loaded, it searches without reading its float vectors at all."""
     names, owners, queries, concept_ids = data
@@ -233,6 +233,23 @@ def test_int8_scores_are_the_scans_and_the_vectors_are_never_read(data, tmp_path
 
     loaded.embeddings = Unread()
     assert loaded.search_names(queries, 10, allowed=masks) == got
+
+
+@pytest.mark.parametrize("index_type", dense.INT8_TYPES)
+def test_an_int8_scan_answers_a_query_whatever_is_scanned_beside_it(data, index_type):
+    """Each query is quantised with its own scale, so its hits and scores are the
+    same alone, in any order and beside a query of a far larger range (a batch
+    quantised as one tensor moved them: tune and a pipeline, which batch the
+    mentions differently, disagreed on near ties)."""
+    names, owners, queries, concept_ids = data
+    store = DenseCandidateStore(concept_ids, 16, index_type=index_type)
+    store.add(names, owners)
+    alone = [store.search_names(queries[i:i + 1], 5)[0] for i in range(len(queries))]
+    wide = np.vstack([queries, 40 * queries[:1]])  # one query 40x the others' range
+    assert store.search_names(wide, 5)[:-1] == alone
+    order = np.random.default_rng(1).permutation(len(queries))
+    shuffled = store.search_names(queries[order], 5)
+    assert [shuffled[list(order).index(i)] for i in range(len(queries))] == alone
 
 
 def test_flat_int8_proposes_again_the_queries_short_of_k_concepts_together(data, monkeypatch):

@@ -58,3 +58,22 @@ def test_conservative_threshold_without_gold_nil():
     assert conservative_threshold(np.linspace(0.0, 0.4, 100), right, floor=0.5) == 0.5
     wrong_high = np.r_[np.linspace(0.0, 0.4, 90), np.linspace(0.6, 0.9, 10)]
     assert conservative_threshold(wrong_high, [True] * 90 + [False] * 10, floor=0.5) == 0.5
+
+
+def test_a_conservative_threshold_survives_being_saved_rounded():
+    """The threshold lies halfway to the next observed score, not one ulp above
+    the highest right link it keeps: written to 10 decimals, as the linker's cfg
+    is saved, it still answers NIL for no more right links than it did on dev
+    (AskAPatient: 0.5473817951 saved under a kept link's 0.54738179513)."""
+    import srsly
+
+    from spacy_bioel.nil.threshold import conservative_threshold
+
+    kept = 0.5473817951326105
+    scores = np.r_[[0.9, 0.8, 0.5591553134407781, kept, 0.5028], np.linspace(0.3, 0.0, 95)]
+    right = np.ones(len(scores), dtype=bool)
+    right[2] = False  # 100 mentions allow 2 right links at or above it: kept is the third
+    cut = conservative_threshold(scores, right, floor=0.5)
+    assert kept < cut < 0.5591553134407781
+    saved = srsly.json_loads(srsly.json_dumps({"threshold": cut}))["threshold"]
+    assert np.sum((scores >= saved) & right) == np.sum((scores >= cut) & right) <= 2
