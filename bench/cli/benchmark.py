@@ -251,3 +251,23 @@ def scan_probe(
 
     result = probe(pipeline, data, call=call, pool=pool, repeats=repeats)
     write_report(output, result, markdown(result))
+
+
+@app.command("tower-probe")
+def tower_probe(
+    data: Path = typer.Argument(..., help="DocBin: its distinct gold mention texts are encoded"),
+    reference: Path = typer.Option(..., "--reference", help="The pipeline whose embeddings are the reference (e.g. restaged with spacy-bioel.TorchRuntime.v1)"),
+    pipelines: List[str] = typer.Option(..., "--pipeline", help="LABEL=PIPELINE, repeatable"),
+    output: Path = typer.Option(Path("metrics/tower_probe.json"), "--output", help="JSON (a .md beside it)"),
+    repeats: int = typer.Option(3, "--repeats", min=1),
+    verbose: bool = typer.Option(False, "--verbose", "-V"),
+) -> None:
+    """Mention towers on the same texts: cosine to a reference tower, texts a second,
+    and whether a text's embedding moves with the texts encoded beside it."""
+    setup_logging(verbose)
+    from ._app import labelled
+    from ..tower_probe import markdown, probe
+
+    result = probe(data, reference, {k: Path(v) for k, v in labelled(pipelines, "PIPELINE", "--pipeline").items()},
+                   repeats=repeats)
+    write_report(output, result, markdown(result))

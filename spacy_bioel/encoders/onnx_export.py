@@ -12,8 +12,17 @@ int8 is ONNX Runtime's dynamic quantisation with per-channel int8 weights:
 memory; NCBI dev Acc@1 705 float32, 706 'int8', 704 'int8-all' of 787; see the
 benchmark in docs/results/speed.md).
 
+The activations are quantised per token row (`scale_rows`), not with one scale
+per call as `quantize_dynamic` writes them: a text's embedding then does not
+depend on the texts encoded beside it, so the runtime batches texts of one
+token length (`ROW_SCALES` in the graph's metadata says so; a graph without it
+is called once per text).
+
 References:
-    ONNX Runtime, "Quantize ONNX models" (dynamic quantisation).
+    ONNX Runtime, "Quantize ONNX models" (dynamic quantisation); Dettmers et
+    al., LLM.int8(): 8-bit matrix multiplication for transformers at scale,
+    NeurIPS 2022 (vector-wise quantisation: one scale per row of the
+    activations, one per column of the weights).
 """
 from __future__ import annotations
 
@@ -32,6 +41,7 @@ from ..files import replace_file
 
 logger = logging.getLogger(__name__)
 QUANTIZATIONS = (None, "int8", "int8-all")
+ROW_SCALES = ("spacy_bioel.activation_scales", "row")  # metadata of a graph quantised per row
 OPSET = 17
 PROBE_TEXTS = ["colon cancer", "familial adenomatous polyposis of the colon", "FAP", "x"]
 
@@ -113,7 +123,87 @@ def quantize_int8(data: bytes, embeddings: bool = False) -> bytes:
                              op_types_to_quantize=["MatMul", "Gather"] if embeddings else ["MatMul"])
         finally:
             root.disabled = previous
-        return target.read_bytes()
+        return scale_rows(target.read_bytes())
+
+
+def scale_rows(data: bytes) -> bytes:
+    """The dynamically quantised graph `data` with each activation quantised per
+    token row: every `DynamicQuantizeLinear` (one uint8 scale and zero point for
+    the whole tensor, so a row's values depended on the other rows of the call)
+    becomes a symmetric int8 quantisation with one scale per row (max |x| / 127,
+    shifted to uint8 with zero point 128), and the scale products that followed
+    it, (rows' scale x weight scale), are applied in turn: the int32 products
+    times the weights' scales, then times the rows' scales. (ONNX Runtime fuses
+    `MatMulInteger -> Cast -> Mul` with the product of both scales into a kernel
+    that takes the activation's scale as one number: multiplied by a row scale
+    there, its output was wrong.) Marked with `ROW_SCALES` in the metadata; a
+    graph whose quantisation does not have this shape is returned as it is."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    model = onnx.load_from_string(data)
+    graph = model.graph
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), OPSET)
+    consumers: dict = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    quantizers = [n for n in graph.node if n.op_type == "DynamicQuantizeLinear"]
+    replaced, followers = {}, {}
+    for node in quantizers:
+        x, (q, scale, zero) = node.input[0], node.output
+        products = consumers.get(scale, [])
+        if not products or any(p.op_type != "Mul" or len(consumers.get(p.output[0], [])) < 1 or
+                               any(c.op_type != "Mul" for c in consumers[p.output[0]])
+                               for p in products):
+            return data  # not the shape this rewrite knows: one scale a call stays
+        tag = node.name or q
+        reduce = (helper.make_node("ReduceMax", [f"{tag}/abs", "bioel_row_axes"], [f"{tag}/max"],
+                                   keepdims=1) if opset >= 18 else
+                  helper.make_node("ReduceMax", [f"{tag}/abs"], [f"{tag}/max"], axes=[-1], keepdims=1))
+        replaced[id(node)] = [
+            helper.make_node("Abs", [x], [f"{tag}/abs"]), reduce,
+            helper.make_node("Div", [f"{tag}/max", "bioel_row_127"], [f"{tag}/step"]),
+            helper.make_node("Max", [f"{tag}/step", "bioel_row_tiny"], [scale]),
+            helper.make_node("Div", [x, scale], [f"{tag}/steps"]),
+            helper.make_node("Round", [f"{tag}/steps"], [f"{tag}/rounded"]),
+            helper.make_node("Add", [f"{tag}/rounded", "bioel_row_shift"], [f"{tag}/shifted"]),
+            helper.make_node("Cast", [f"{tag}/shifted"], [q], to=TensorProto.UINT8),
+            helper.make_node("Identity", ["bioel_row_zero"], [zero])]
+        for product in products:
+            weight_scale = next(i for i in product.input if i != scale)
+            replaced[id(product)] = []
+            for follower in consumers[product.output[0]]:
+                out = follower.output[0]
+                follower.input[:] = [i if i != product.output[0] else weight_scale
+                                     for i in follower.input]
+                follower.output[0] = f"{out}/by_weight"
+                followers[id(follower)] = helper.make_node("Mul", [f"{out}/by_weight", scale], [out])
+    nodes = []
+    for node in graph.node:
+        nodes.extend(replaced.get(id(node), [node]))
+        if id(node) in followers:
+            nodes.append(followers[id(node)])
+    if not quantizers:
+        return data
+    graph.ClearField("node")
+    graph.node.extend(nodes)
+    graph.initializer.extend([
+        numpy_helper.from_array(np.array(127.0, dtype=np.float32), "bioel_row_127"),
+        numpy_helper.from_array(np.array(1e-12, dtype=np.float32), "bioel_row_tiny"),
+        numpy_helper.from_array(np.array(128.0, dtype=np.float32), "bioel_row_shift"),
+        numpy_helper.from_array(np.array(128, dtype=np.uint8), "bioel_row_zero")])
+    if opset >= 18:  # ReduceMax takes its axes as an input
+        graph.initializer.append(numpy_helper.from_array(np.array([-1], dtype=np.int64), "bioel_row_axes"))
+    helper.set_model_props(model, {**{p.key: p.value for p in model.metadata_props},
+                                   ROW_SCALES[0]: ROW_SCALES[1]})
+    return model.SerializeToString()
+
+
+def scales_rows(session) -> bool:
+    """Whether the graph of an ONNX Runtime `session` quantises its activations
+    per row (`scale_rows`), read from its metadata (no `onnx` needed)."""
+    return session.get_modelmeta().custom_metadata_map.get(ROW_SCALES[0]) == ROW_SCALES[1]
 
 
 def check_export(data: bytes, ids: np.ndarray, mask: np.ndarray, reference: np.ndarray,
@@ -162,5 +252,5 @@ def read_graph(graph: Path) -> bytes:
     return onnx.load(str(graph), load_external_data=True).SerializeToString()
 
 
-__all__ = ["export_mention_encoder", "quantize_int8", "check_export", "save_split", "read_graph",
-           "QUANTIZATIONS", "OPSET"]
+__all__ = ["export_mention_encoder", "quantize_int8", "scale_rows", "scales_rows", "check_export",
+           "save_split", "read_graph", "QUANTIZATIONS", "OPSET", "ROW_SCALES"]

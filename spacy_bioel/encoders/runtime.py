@@ -41,6 +41,7 @@ from .threads import limit_threads
 # 12 tokens run at once; 32 texts of 25 tokens (the longest) run 15 at a time, which kept
 # the arena 8 MB smaller on the natural benchmark corpus
 TOKENS_PER_TEXT = 12
+QUANTISED_GROUP = 8  # an int8 graph: texts tokenized together, batch_size times this, then called by length
 
 if TYPE_CHECKING:
     from .tokenize import BatchTokenizer
@@ -82,6 +83,26 @@ class TorchRuntime:
         self._apply_threads()
         return embed_texts(model, texts, "mention", min(batch_size, self.batch_size))
 
+    def _calls(self, lengths: np.ndarray, size: int, width: int) -> List[np.ndarray]:
+        """The rows of a tokenized group that each ONNX Runtime call encodes, at most
+        `size * TOKENS_PER_TEXT` tokens a call: float32 keeps the group in order
+        (padded to the call's longest); a graph quantised per row takes texts of
+        one token length a call (a padded row would change nothing but costs
+        time, and its float noise could move a rounding); a graph quantised with
+        one scale a call (saved before `scale_rows`) one text a call."""
+        if self.quantize and not self._row_scaled:
+            return [np.array([row]) for row in range(len(lengths))]
+        if not self.quantize:
+            rows = max(1, size * TOKENS_PER_TEXT // max(1, width))
+            return [np.arange(first, min(first + rows, len(lengths)))
+                    for first in range(0, len(lengths), rows)]
+        calls = []
+        for length in np.unique(lengths):
+            same = np.flatnonzero(lengths == length)
+            rows = max(1, size * TOKENS_PER_TEXT // max(1, int(length)))
+            calls.extend(same[first:first + rows] for first in range(0, len(same), rows))
+        return calls
+
     def cache_keys(self, model, texts: Sequence[str]) -> List[str]:
         """The texts after the tokenizer's normaliser (see `encoders.tokenize`)."""
         from .thinc_biencoder import batch_tokenizer, is_built
@@ -107,12 +128,12 @@ class OnnxRuntime:
         64 on NCBI test x1 at the same speed). A call holds at most
         `batch_size * TOKENS_PER_TEXT` tokens, padding included: a batch of
         long mentions is split, so the arena is sized for short ones. A
-        quantised graph is called once per text instead: dynamic quantisation
-        scales the activations by their range over the whole call, so in a
-        batch a text's embedding would depend on the texts beside it (the
-        same mention at cosine 0.979 with itself in a shuffled AskAPatient dev
-        batch, and 1% of its links changed); alone it depends on its own
-        tokens only, and lies closer to the float32 graph's.
+        quantised graph quantises each token row with its own scale
+        (`onnx_export.scale_rows`), so a call holds texts of one token length
+        only (no padding rows) and a text's embedding does not depend on the
+        texts beside it. A quantised graph saved before (one scale a call: the
+        same AskAPatient mention sat at cosine 0.979 with itself in a shuffled
+        batch, and 1% of its links changed) is called once per text.
     tower (str): The tower exported: "mention" (prediction) or "concept"
         (`benchmark-index --encode-with`: a KB's names); not a config setting.
 
@@ -141,6 +162,7 @@ class OnnxRuntime:
         self._file: Optional[PinnedFile] = None  # loaded from a saved pipeline
         self._data: Optional[PinnedFile] = None  # its weights file (format 2), if split
         self._stale = True
+        self._row_scaled = False  # the graph quantises its activations per row (`scale_rows`)
         self.student: Optional[Dict[str, Any]] = None  # what the served student is, if one is
         self.timings: Counter = Counter()  # seconds spent tokenizing (the benchmark's stage shares)
         track(self)  # its session is dropped in a forked worker
@@ -186,6 +208,14 @@ class OnnxRuntime:
             self._tokenizer = batch_tokenizer(model)
 
     def _open_session(self):
+        """A session of the current graph; notes whether it quantises per row."""
+        from .onnx_export import scales_rows
+
+        session = self._graph_session()
+        self._row_scaled = scales_rows(session)
+        return session
+
+    def _graph_session(self):
         """A session of the exported graph, or of the pinned saved one: from its path
         while the files there are still the pinned ones, else from the pinned bytes
         (a split graph through a temporary folder: its weights are a second file)."""
@@ -212,24 +242,42 @@ class OnnxRuntime:
         out: Optional[np.ndarray] = None
         tokenizing = 0.0
         size = min(batch_size, self.batch_size)
-        for indices in length_buckets(keys, size):
+        # int8 calls hold texts of one token length: tokenized in larger groups to fill them
+        for indices in length_buckets(keys, size * (QUANTISED_GROUP if self.quantize else 1)):
             start = time.perf_counter()
             ids, mask = self._tokenizer([keys[i] for i in indices])
             tokenizing += time.perf_counter() - start
-            # a quantised graph scales its activations per call: one text a call; float32 keeps
-            # the bucket in one call unless its texts are long
-            rows = 1 if self.quantize else max(1, size * TOKENS_PER_TEXT // max(1, ids.shape[1]))
-            for first in range(0, len(indices), rows):
-                part = slice(first, first + rows)
-                width = max(1, int(mask[part].sum(axis=1).max()))  # its own padding only
+            lengths = mask.sum(axis=1)
+            for part in self._calls(lengths, size, ids.shape[1]):
+                width = max(1, int(lengths[part].max()))  # its own padding only
                 embeddings = self._session.run(None, {
                     "input_ids": np.ascontiguousarray(ids[part, :width]),
                     "attention_mask": np.ascontiguousarray(mask[part, :width])})[0]
                 if out is None:
                     out = np.empty((len(keys), embeddings.shape[1]), dtype=np.float32)
-                out[indices[part]] = embeddings
+                out[np.asarray(indices)[part]] = embeddings
         self.timings["tokenize"] += tokenizing
         return out[inverse] if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+    def _calls(self, lengths: np.ndarray, size: int, width: int) -> List[np.ndarray]:
+        """The rows of a tokenized group that each ONNX Runtime call encodes, at most
+        `size * TOKENS_PER_TEXT` tokens a call: float32 keeps the group in order
+        (padded to the call's longest); a graph quantised per row takes texts of
+        one token length a call (a padded row would change nothing but costs
+        time, and its float noise could move a rounding); a graph quantised with
+        one scale a call (saved before `scale_rows`) one text a call."""
+        if self.quantize and not self._row_scaled:
+            return [np.array([row]) for row in range(len(lengths))]
+        if not self.quantize:
+            rows = max(1, size * TOKENS_PER_TEXT // max(1, width))
+            return [np.arange(first, min(first + rows, len(lengths)))
+                    for first in range(0, len(lengths), rows)]
+        calls = []
+        for length in np.unique(lengths):
+            same = np.flatnonzero(lengths == length)
+            rows = max(1, size * TOKENS_PER_TEXT // max(1, int(length)))
+            calls.extend(same[first:first + rows] for first in range(0, len(same), rows))
+        return calls
 
     def cache_keys(self, model, texts: Sequence[str]) -> List[str]:
         if self._tokenizer is None:

@@ -60,8 +60,9 @@ def fast_config() -> Dict[str, Any]:
 
 
 # how an entry is saved: 2 since the ONNX graph's weights lie beside it (runtime
-# format 2, mapped on load: the first `link` of an entry peaked at 260 MB loading, 186 after)
-CACHE_LAYOUT = 2
+# format 2, mapped on load: the first `link` of an entry peaked at 260 MB loading, 186 after);
+# 3 since the int8 graph quantises each token row (`onnx_export.scale_rows`: batched calls)
+CACHE_LAYOUT = 3
 
 
 def has_onnx() -> bool:

@@ -69,20 +69,74 @@ def test_onnx_reproduces_the_torch_mention_tower(tiny_bert_dir):
         assert cosine.min() > 0.9
 
 
+def record_calls(runtime, monkeypatch):
+    """The (rows, width) of each ONNX Runtime call of `runtime` from now on, and
+    whether every row of each call was a whole text (no padding)."""
+    calls = []
+    session = runtime._session
+
+    class Recording:
+        def run(self, outputs, feeds):
+            calls.append((feeds["input_ids"].shape, bool(feeds["attention_mask"].all())))
+            return session.run(outputs, feeds)
+
+    monkeypatch.setattr(runtime, "_session", Recording())
+    return calls
+
+
 @ONNX_EXTRA
 @pytest.mark.parametrize("quantize", ["int8", "int8-all"])
-def test_a_quantised_graph_encodes_each_text_alone(tiny_bert_dir, quantize):
-    """Dynamic quantisation scales the activations by their range over one call,
-    so a quantised graph gets one text a call: a text's embedding is the same
-    whatever is encoded beside it (a mention links the same way in any batch)."""
+def test_a_quantised_graph_scales_each_row_and_batches_texts_of_one_length(tiny_bert_dir, quantize,
+                                                                           monkeypatch):
+    """The int8 graph quantises each token row with its own scale
+    (`scale_rows`), so a text's embedding is the same whatever is encoded beside
+    it (a mention links the same way in any batch), and texts of one token
+    length share a call, unpadded."""
     nlp = build(tiny_bert_dir, quantize=quantize)
     linker = nlp.get_pipe("bioel_linker")
-    alone = np.stack([linker.runtime.encode(linker.model, [text], 64)[0] for text in TEXTS])
-    together = linker.runtime.encode(linker.model, TEXTS, 64)
+    texts = TEXTS + ["lung cancer", "heart failure", "colon polyps"]
+    alone = np.stack([linker.runtime.encode(linker.model, [text], 64)[0] for text in texts])
+    assert linker.runtime._row_scaled
+    calls = record_calls(linker.runtime, monkeypatch)
+    together = linker.runtime.encode(linker.model, texts, 64)
+    lengths = linker.runtime._tokenizer(texts)[1].sum(axis=1)
+    assert len(calls) == len(set(lengths.tolist())) < len(texts)  # one call a token length
+    assert all(unpadded for _, unpadded in calls)
     others = ["a very long mention of another disease entirely, with more words", "MI"]
-    mixed = linker.runtime.encode(linker.model, others + TEXTS[::-1], 64)[len(others):][::-1]
+    mixed = linker.runtime.encode(linker.model, others + texts[::-1], 64)[len(others):][::-1]
     assert np.allclose(together, alone, atol=1e-6, rtol=0)
     assert np.allclose(mixed, alone, atol=1e-6, rtol=0)
+
+
+@ONNX_EXTRA
+def test_a_graph_quantised_with_one_scale_a_call_encodes_each_text_alone(tiny_bert_dir, monkeypatch):
+    """A graph quantised as ONNX Runtime writes it (one activation scale a call,
+    as pipelines saved before `scale_rows`) has no row-scale mark: one text a
+    call, so its embeddings do not depend on the batch either."""
+    from spacy_bioel.encoders import onnx_export
+
+    monkeypatch.setattr(onnx_export, "scale_rows", lambda data: data)
+    nlp = build(tiny_bert_dir, quantize="int8")
+    linker = nlp.get_pipe("bioel_linker")
+    alone = np.stack([linker.runtime.encode(linker.model, [text], 64)[0] for text in TEXTS])
+    assert not linker.runtime._row_scaled
+    calls = record_calls(linker.runtime, monkeypatch)
+    assert np.allclose(linker.runtime.encode(linker.model, TEXTS, 64), alone, atol=1e-6, rtol=0)
+    assert [rows for (rows, _), _ in calls] == [1] * len(TEXTS)
+
+
+@ONNX_EXTRA
+def test_a_saved_graph_keeps_its_row_scales(tiny_bert_dir, tmp_path):
+    """A saved pipeline's int8 graph keeps its row-scale mark: loaded, it batches
+    by length and encodes as before saving."""
+    nlp = build(tiny_bert_dir, quantize="int8")
+    linker = nlp.get_pipe("bioel_linker")
+    rows = linker.runtime.encode(linker.model, TEXTS, 64)
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p")
+    runtime = loaded.get_pipe("bioel_linker").runtime
+    assert runtime._row_scaled
+    assert np.allclose(runtime.encode(loaded.get_pipe("bioel_linker").model, TEXTS, 64), rows, atol=1e-6)
 
 
 @ONNX_EXTRA
