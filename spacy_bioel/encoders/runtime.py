@@ -83,26 +83,6 @@ class TorchRuntime:
         self._apply_threads()
         return embed_texts(model, texts, "mention", min(batch_size, self.batch_size))
 
-    def _calls(self, lengths: np.ndarray, size: int, width: int) -> List[np.ndarray]:
-        """The rows of a tokenized group that each ONNX Runtime call encodes, at most
-        `size * TOKENS_PER_TEXT` tokens a call: float32 keeps the group in order
-        (padded to the call's longest); a graph quantised per row takes texts of
-        one token length a call (a padded row would change nothing but costs
-        time, and its float noise could move a rounding); a graph quantised with
-        one scale a call (saved before `scale_rows`) one text a call."""
-        if self.quantize and not self._row_scaled:
-            return [np.array([row]) for row in range(len(lengths))]
-        if not self.quantize:
-            rows = max(1, size * TOKENS_PER_TEXT // max(1, width))
-            return [np.arange(first, min(first + rows, len(lengths)))
-                    for first in range(0, len(lengths), rows)]
-        calls = []
-        for length in np.unique(lengths):
-            same = np.flatnonzero(lengths == length)
-            rows = max(1, size * TOKENS_PER_TEXT // max(1, int(length)))
-            calls.extend(same[first:first + rows] for first in range(0, len(same), rows))
-        return calls
-
     def cache_keys(self, model, texts: Sequence[str]) -> List[str]:
         """The texts after the tokenizer's normaliser (see `encoders.tokenize`)."""
         from .thinc_biencoder import batch_tokenizer, is_built

@@ -4,32 +4,16 @@ moves with the other queries of a call; a pipeline that does not scan in int8
 is refused by name."""
 import json
 
-import spacy
 from spacy.tokens import DocBin, Span
 from typer.testing import CliRunner
 
-from spacy_bioel import Concept, KnowledgeBase
-
-
-def tiny_pipeline(tiny_bert_dir, path, index_type):
-    kb = KnowledgeBase(name="toy")
-    for cid, names in (("D1", ["colon cancer", "cancer of the colon"]), ("D2", ["heart attack"]),
-                       ("D3", ["asthma", "bronchial asthma"])):
-        kb.add(Concept(cid, names[0], synonyms=names[1:]))
-    nlp = spacy.blank("en")
-    linker = nlp.add_pipe("bioel_linker", config={
-        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir)},
-        "index": {"@misc": "spacy-bioel.NameIndex.v2", "index_type": index_type}})
-    linker.set_kb(kb)
-    nlp.initialize(lambda: [])
-    nlp.to_disk(path)
-    return nlp
+from .conftest import toy_linker
 
 
 def test_scan_probe_measures_the_int8_scan(tiny_bert_dir, tmp_path):
     from bench.cli import app
 
-    nlp = tiny_pipeline(tiny_bert_dir, tmp_path / "p", "int8")
+    nlp = toy_linker(tiny_bert_dir, tmp_path / "p", "int8")
     docs = DocBin()
     for text, ents in (("colon cancer and asthma", [(0, 2), (3, 4)]), ("a heart attack", [(1, 3)]),
                        ("asthma again", [(0, 1)])):
@@ -49,7 +33,7 @@ def test_scan_probe_measures_the_int8_scan(tiny_bert_dir, tmp_path):
         assert report[part] == {"rows_moved": 0.0, "top1_moved": 0.0, "max_score_diff": 0.0}
     assert "| 3 | 5 |" in out.with_suffix(".md").read_text()
 
-    tiny_pipeline(tiny_bert_dir, tmp_path / "flat", "flat")
+    toy_linker(tiny_bert_dir, tmp_path / "flat", "flat")
     refused = CliRunner().invoke(app, ["scan-probe", str(tmp_path / "flat"), str(tmp_path / "data.spacy"),
                                        "--output", str(out)])
     assert refused.exit_code != 0 and "'flat', not int8 or flat_int8" in refused.output

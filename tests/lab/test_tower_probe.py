@@ -3,26 +3,18 @@ the same weights on PyTorch, encoded as each links; a row-scaled graph's
 embeddings do not move when the texts come in another order."""
 import json
 
-import spacy
 from spacy.tokens import DocBin, Span
 from typer.testing import CliRunner
 
-from spacy_bioel import Concept, KnowledgeBase
+from .conftest import toy_linker
 
 
 def test_tower_probe_compares_towers_on_the_same_texts(tiny_bert_dir, tmp_path):
     from bench.cli import app
+    from spacy_bioel.cli import app as bioel
 
-    kb = KnowledgeBase(name="toy")
-    for cid, name in (("D1", "colon cancer"), ("D2", "heart attack"), ("D3", "asthma")):
-        kb.add(Concept(cid, name))
-    nlp = spacy.blank("en")
-    linker = nlp.add_pipe("bioel_linker", config={"model": {
-        "@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir)}})
-    linker.set_kb(kb)
-    nlp.initialize(lambda: [])
-    nlp.to_disk(tmp_path / "torch")
-    staged = CliRunner().invoke(__import__("spacy_bioel.cli", fromlist=["app"]).app, [
+    nlp = toy_linker(tiny_bert_dir, tmp_path / "torch")
+    staged = CliRunner().invoke(bioel, [
         "set-stage", str(tmp_path / "torch"), str(tmp_path / "int8"), "runtime",
         "spacy-bioel.OnnxRuntime.v1", "--param", 'quantize="int8"'])
     assert staged.exit_code == 0, staged.output
