@@ -68,9 +68,7 @@ def probe(pipeline: Path, data: Path, call: int = 64, pool: int = 256, repeats: 
                                  f"{' or '.join(INT8_TYPES)}: give a pipeline that scans in int8",
                                  param_hint="PIPELINE")
     texts = mention_texts(nlp, data)
-    queries = np.ascontiguousarray(
-        linker.runtime.encode(linker.model, texts, linker.cfg["encode_batch_size"]),
-        dtype=np.float32)
+    queries = np.ascontiguousarray(linker.embed(texts, "mention"), dtype=np.float32)
     weights, scales, block = store.int8_names()
     scan = Int8Scan(weights, scales, store.dim, block)
     vectors = store.vectors()

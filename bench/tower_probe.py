@@ -21,9 +21,8 @@ from .scan_probe import mention_texts
 
 
 def encode(linker: Any, texts: List[str]) -> np.ndarray:
-    """The texts' embeddings as the linker's runtime encodes them to link."""
-    return np.asarray(linker.runtime.encode(linker.model, texts, linker.cfg["encode_batch_size"]),
-                      dtype=np.float32)
+    """The texts' embeddings as the linker encodes mentions to link (`embed`)."""
+    return np.asarray(linker.embed(texts, "mention"), dtype=np.float32)
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -149,13 +149,17 @@ def scale_rows(data: bytes) -> bytes:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
     quantizers = [n for n in graph.node if n.op_type == "DynamicQuantizeLinear"]
+    if not quantizers:
+        return data
     replaced, followers = {}, {}
     for node in quantizers:
         x, (q, scale, zero) = node.input[0], node.output
         products = consumers.get(scale, [])
-        if not products or any(p.op_type != "Mul" or len(consumers.get(p.output[0], [])) < 1 or
-                               any(c.op_type != "Mul" for c in consumers[p.output[0]])
-                               for p in products):
+        # each scale feeds Mul(scale, weight scale) nodes, each read by Mul(products, that)
+        known = products and all(p.op_type == "Mul" and consumers.get(p.output[0]) and
+                                 all(c.op_type == "Mul" for c in consumers[p.output[0]])
+                                 for p in products)
+        if not known:
             return data  # not the shape this rewrite knows: one scale a call stays
         tag = node.name or q
         reduce = (helper.make_node("ReduceMax", [f"{tag}/abs", "bioel_row_axes"], [f"{tag}/max"],
@@ -184,8 +188,6 @@ def scale_rows(data: bytes) -> bytes:
         nodes.extend(replaced.get(id(node), [node]))
         if id(node) in followers:
             nodes.append(followers[id(node)])
-    if not quantizers:
-        return data
     graph.ClearField("node")
     graph.node.extend(nodes)
     graph.initializer.extend([

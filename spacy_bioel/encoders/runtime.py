@@ -225,6 +225,7 @@ class OnnxRuntime:
         # int8 calls hold texts of one token length: tokenized in larger groups to fill them
         for indices in length_buckets(keys, size * (QUANTISED_GROUP if self.quantize else 1)):
             start = time.perf_counter()
+            indices = np.asarray(indices)
             ids, mask = self._tokenizer([keys[i] for i in indices])
             tokenizing += time.perf_counter() - start
             lengths = mask.sum(axis=1)
@@ -235,7 +236,7 @@ class OnnxRuntime:
                     "attention_mask": np.ascontiguousarray(mask[part, :width])})[0]
                 if out is None:
                     out = np.empty((len(keys), embeddings.shape[1]), dtype=np.float32)
-                out[np.asarray(indices)[part]] = embeddings
+                out[indices[part]] = embeddings
         self.timings["tokenize"] += tokenizing
         return out[inverse] if out is not None else np.zeros((0, 0), dtype=np.float32)
 

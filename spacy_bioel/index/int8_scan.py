@@ -93,6 +93,16 @@ def scan_graph() -> bytes:
     return model.SerializeToString()
 
 
+def symmetric_rows(rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """RETURNS: each row of `rows` in int8 steps of its own scale (max |v| / 127;
+    a zero row keeps scale 1), as float32 integers in [-127, 127], and the
+    (n, 1) float32 scales."""
+    rows = np.asarray(rows, dtype=np.float32)
+    scale = np.abs(rows).max(axis=1, keepdims=True, initial=0.0) / np.float32(127.0)
+    scale[scale == 0] = 1.0
+    return np.rint(rows / scale), scale
+
+
 def quantize_names(vectors: np.ndarray, block: Optional[int] = None
                    ) -> Tuple[np.ndarray, np.ndarray]:
     """RETURNS: the (n * dim,) int8 names in blocks of `block` names (None:
@@ -105,11 +115,9 @@ def quantize_names(vectors: np.ndarray, block: Optional[int] = None
         size = names.shape[1]
         for start in range(0, size, QUANTIZE_ROWS):
             end = min(size, start + QUANTIZE_ROWS)
-            rows = np.asarray(vectors[first + start:first + end], dtype=np.float32)
-            scale = np.abs(rows).max(axis=1) / 127.0
-            scale[scale == 0] = 1.0
-            scales[first + start:first + start + len(rows)] = scale
-            names[:, start:start + len(rows)] = np.rint(rows / scale[:, None]).T
+            steps, scale = symmetric_rows(vectors[first + start:first + end])
+            scales[first + start:first + end] = scale[:, 0]
+            names[:, start:end] = steps.T
     return weights, scales
 
 
@@ -118,11 +126,8 @@ def quantize_queries(queries: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     row with its own scale (max |v| / 127), as uint8 offset by `QUERY_ZERO`,
     and their (batch, 1) float32 scales (a zero query keeps scale 1). Each row
     is quantised alone, so it does not depend on the rows beside it."""
-    queries = np.asarray(queries, dtype=np.float32)
-    scale = np.abs(queries).max(axis=1, keepdims=True, initial=0.0) / 127.0
-    scale[scale == 0] = 1.0
-    quantised = np.rint(queries / scale).astype(np.int16) + QUERY_ZERO
-    return np.ascontiguousarray(quantised, dtype=np.uint8), scale.astype(np.float32)
+    steps, scale = symmetric_rows(queries)
+    return np.ascontiguousarray(steps.astype(np.int16) + QUERY_ZERO, dtype=np.uint8), scale
 
 
 def name_blocks(weights: np.ndarray, scales: np.ndarray, dim: int, block: int

@@ -3,9 +3,9 @@ two linkers can share a pipeline) and writing one decision on its entity."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
-from spacy.tokens import Span
+from spacy.tokens import Doc, Span
 
 from ..kb.knowledge_base import NIL
 
@@ -56,6 +56,19 @@ def write_decisions(spans: List[Span], decisions: List[Dict[str, Any]], cfg: Dic
         write_entity(span, result, cfg)
 
 
+def write_docs(docs: Iterable[Doc], predictions: List[List[Dict[str, Any]]], cfg: Dict[str, Any],
+               counts: Counter) -> None:
+    """Write each doc's decisions on the mentions the cfg's `spans_key` names
+    (`write_decisions`), then those spans back on the doc."""
+    from .mentions import mention_spans, write_spans
+
+    key = cfg["spans_key"]
+    for doc, decisions in zip(docs, predictions):
+        spans = mention_spans(doc, key)
+        write_decisions(spans, decisions, cfg, counts)
+        write_spans(doc, key, spans)
+
+
 def _key(name: str, span: Span) -> tuple:
     return ("._.", name, span.start_char, span.end_char)
 
@@ -74,4 +87,4 @@ def _pairs_setter(name: str) -> Callable[[Span, Optional[list]], None]:
 
 
 __all__ = ["ATTRS", "DEFAULT_ATTRS", "SCORE_WEIGHTS", "install_extensions", "write_entity",
-           "write_decisions"]
+           "write_decisions", "write_docs"]

@@ -30,9 +30,9 @@ from ..training.methods import training_hooks
 from . import serialize, updates
 from .cache import LinkCache, call_cache
 from .decisions import Retrieved
-from .extensions import install_extensions, write_decisions
+from .extensions import install_extensions, write_docs
 from .linking import Decider, check_contextual
-from .mentions import mention_batches, mention_spans, write_spans
+from .mentions import mention_batches
 from .settings import LinkerSettings
 from .state import LinkerState
 
@@ -74,6 +74,8 @@ class BioELLinker(TrainablePipe):
                                lambda self, v: setattr(self.state, "datastore_stale", v))
     concept_index = property(lambda self: self.state.concept_index)
     train_docs = property(lambda self: self.state.train_docs)
+    epoch_size = property(lambda self: len(self.state.train_mentions),
+                          doc="The training mentions of one epoch (the progress line's unit).")
 
     # ------------------------------------------------------------------ setup
     def set_kb(self, kb: KnowledgeBase) -> None:
@@ -100,11 +102,6 @@ class BioELLinker(TrainablePipe):
     def train_mentions(self) -> List[Tuple[str, str]]:
         """(mention input, gold concept id) of the datastore's training mentions."""
         return self.state.train_mentions
-
-    @property
-    def epoch_size(self) -> int:
-        """The training mentions of one epoch (the progress line's unit)."""
-        return len(self.state.train_mentions)
 
     @train_mentions.setter
     def train_mentions(self, mentions: Iterable[Tuple]) -> None:
@@ -264,11 +261,7 @@ class BioELLinker(TrainablePipe):
 
     def set_annotations(self, docs: Iterable[Doc], predictions: List[List[Dict[str, Any]]]) -> None:
         """Write kb_id_, the scored candidates, similarity, probability and NIL flags."""
-        key = self.cfg["spans_key"]
-        for doc, decisions in zip(docs, predictions):
-            spans = mention_spans(doc, key)
-            write_decisions(spans, decisions, self.cfg, self.counts)
-            write_spans(doc, key, spans)
+        write_docs(docs, predictions, self.cfg, self.counts)
 
     def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
         """The scorer over the spans this linker links and the extension it writes."""
