@@ -1,5 +1,6 @@
 """`compare A B DATA.spacy --kb KB`: two linkers paired mention by mention; `cross-corpus`:
-linkers on the test sets of other corpora against one KB; `biosyn-protocol`: our protocol and BioSyn's."""
+linkers on the test sets of other corpora against one KB; `biosyn-protocol`: our protocol and BioSyn's;
+`nil-margin`: right links answered NIL on test by NIL thresholds fitted on dev by two rules."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -108,3 +109,26 @@ def biosyn_protocol(
                      f"{100 * theirs['acc@5']:.2f} | {counts['expanded']} | "
                      f"{counts['composites']} ({counts['unsplit_composites']}) | {counts['duplicates']} |")
     write_report(output, {"rows": rows}, "\n".join(lines) + "\n")
+
+
+@app.command("nil-margin")
+def nil_margin(
+    runs: List[str] = typer.Argument(..., help="LABEL=PIPELINE=DEV.spacy=TEST.spacy per tuned pipeline"),
+    output: Path = typer.Option(Path("metrics/nil_margin.json"), "--output", help="JSON (a .md beside it)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V"),
+) -> None:
+    """Each tuned pipeline's NIL threshold fitted on dev by 2% of dev's right links
+    and by a 95% upper bound on the rate (what `tune` fits): right links answered
+    NIL on dev and test, same decisions otherwise (issue 46)."""
+    from ..nil_margin import markdown, probe
+
+    setup_logging(verbose)
+    pipelines, devs, tests = {}, {}, {}
+    for run in runs:
+        parts = run.split("=")
+        if len(parts) != 4 or not all(parts):
+            raise typer.BadParameter(f"{run!r}: give LABEL=PIPELINE=DEV.spacy=TEST.spacy", param_hint="RUNS")
+        label, pipeline, dev, test = parts
+        pipelines[label], devs[label], tests[label] = Path(pipeline), Path(dev), Path(test)
+    result = probe(pipelines, devs, tests)
+    write_report(output, result, markdown(result))

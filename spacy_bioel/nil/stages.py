@@ -30,14 +30,15 @@ import numpy as np
 
 from ..errors import BioELError, Errors
 from ..validation import as_float
-from .threshold import calibrate_nil_threshold, conservative_threshold
+from .threshold import RIGHT_AS_NIL_CONFIDENCE, calibrate_nil_threshold, conservative_threshold
 
-# Fitted once for the untrained embedded MiniLM on BC5CDR-NIL dev (`spacy project run
-# nil-default`; docs/results/stages.md, "NIL out of the box"): the calibration (a, b) and the threshold on
-# nil_score = 1 - p with the best dev NIL F1 among those that answer NIL for at most 2% of the
-# mentions whose top candidate is right (NIL when p < 0.268, i.e. a best cosine below 0.730).
-DEFAULT_CALIBRATION = (13.7425, -11.0328)
-DEFAULT_THRESHOLD = 0.7319
+# Fitted for the untrained embedded MiniLM as it ships (the int8 tower, one scale per token row)
+# on BC5CDR-NIL dev (`spacy project run nil-default`; docs/results/stages.md, "NIL out of the box"):
+# the calibration (a, b) and the threshold on nil_score = 1 - p with the best dev NIL F1 among
+# those whose right links answered NIL stay within 2% at 95% confidence (NIL when p < 0.202,
+# i.e. a best cosine below 0.696).
+DEFAULT_CALIBRATION = (13.1062, -10.4985)
+DEFAULT_THRESHOLD = 0.7976
 
 
 def sigmoid(value: float) -> float:
@@ -118,22 +119,26 @@ class ThresholdNIL:
         nil = not has_candidates or (self.threshold is not None and nil_score >= self.threshold)
         return nil, nil_score, probability
 
-    def fit(self, support: Sequence[float], correct: Sequence[bool], gold_nil: Sequence[bool]
-            ) -> Dict[str, Any]:
+    def fit(self, support: Sequence[float], correct: Sequence[bool], gold_nil: Sequence[bool],
+            confidence: Optional[float] = RIGHT_AS_NIL_CONFIDENCE) -> Dict[str, Any]:
         """Refit on dev: the calibration always; the threshold for NIL F1 where dev
         has gold NIL, else (v2) the probability 0.5 (NIL when the top candidate is
-        more likely wrong than right); either way no lower than what answers NIL
-        for at most 2% of the dev mentions whose top candidate is right
-        (`threshold.MAX_RIGHT_AS_NIL`). RETURNS (dict): what was fitted and its dev scores."""
+        more likely wrong than right); either way no lower than what keeps the
+        share of right links answered NIL within 2% (`threshold.MAX_RIGHT_AS_NIL`)
+        at `confidence` (one-sided, Clopper-Pearson; None: 2% of dev's own, which
+        a test set exceeds about half the time; `threshold.allowed_right_as_nil`).
+        RETURNS (dict): what was fitted and its dev scores."""
         self.calibration = fit_platt(support, correct)
         nil_scores = [self.decide(s, True)[1] for s in support]
-        result: Dict[str, Any] = {"calibration": list(self.calibration)}
+        result: Dict[str, Any] = {"calibration": list(self.calibration), "confidence": confidence}
         if any(gold_nil):
-            result.update(calibrate_nil_threshold(nil_scores, gold_nil, right=correct))
+            result.update(calibrate_nil_threshold(nil_scores, gold_nil, right=correct,
+                                                  confidence=confidence))
             self.set_params(threshold=result["threshold"])
             result["threshold"] = self.threshold  # None: never by score (JSON has no infinity)
         elif self.nil_score_from == "probability":
-            self.threshold = result["threshold"] = conservative_threshold(nil_scores, correct, 0.5)
+            self.threshold = result["threshold"] = conservative_threshold(
+                nil_scores, correct, 0.5, confidence=confidence)
         return result
 
     def forget_calibration(self) -> bool:

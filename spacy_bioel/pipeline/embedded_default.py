@@ -10,7 +10,8 @@ saved pipeline (`loading.load_pipeline`, with its integrity checks), which
 imports no PyTorch: ONNX Runtime encodes the mentions.
 
 KEY digests the KB (`KnowledgeBase.digest`), the encoder's name and files (path,
-size and modification time of each), the fast stages and settings, the layout of
+size and modification time of each), the fast stages and settings, the shipped
+NIL calibration and threshold (saved in an entry's config), the layout of
 an entry (`CACHE_LAYOUT`) and this package's version, so another KB, another or
 updated encoder, other defaults or an upgrade builds a new entry. An encoder that is not a local folder (a hub
 name) is built every time: its files are not ours to digest. A saved entry that
@@ -38,6 +39,7 @@ from ..encoders.common import DEFAULT_ENCODER, resolve_model_path
 from ..errors import BioELError, Warnings, warn
 from ..index.name_index import AUTO_CACHE, cache_folder
 from ..kb.knowledge_base import KnowledgeBase
+from ..nil import stages
 from .loading import load_pipeline, untrained_pipeline
 
 logger = logging.getLogger(__name__)
@@ -79,6 +81,7 @@ def pipeline_key(kb: KnowledgeBase, encoder: str) -> Optional[str]:
     digest = hashlib.sha256()
     digest.update(f"{__version__}\n{CACHE_LAYOUT}\n{encoder}\n".encode("utf-8"))
     digest.update(json.dumps(fast_config(), sort_keys=True).encode("utf-8"))
+    digest.update(f"{list(stages.DEFAULT_CALIBRATION)}\t{stages.DEFAULT_THRESHOLD}\n".encode("utf-8"))
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         stat = path.stat()
         digest.update(f"{path.relative_to(folder)}\t{stat.st_size}\t{stat.st_mtime_ns}\n".encode())

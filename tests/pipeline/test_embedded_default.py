@@ -78,6 +78,18 @@ def test_key_follows_the_fast_defaults(tiny_bert_dir, monkeypatch):
     assert pipeline_key(toy_kb(), str(tiny_bert_dir)) != key
 
 
+def test_key_follows_the_shipped_nil_stage(tiny_bert_dir, monkeypatch):
+    """An entry saves the NIL threshold in its config: a refitted shipped NIL stage
+    builds a new entry, not a mix of the old threshold and the new calibration."""
+    from spacy_bioel.nil import stages
+
+    key = pipeline_key(toy_kb(), str(tiny_bert_dir))
+    monkeypatch.setattr(stages, "DEFAULT_THRESHOLD", 0.5)
+    refitted = pipeline_key(toy_kb(), str(tiny_bert_dir))
+    monkeypatch.setattr(stages, "DEFAULT_CALIBRATION", (10.0, -8.0))
+    assert len({key, refitted, pipeline_key(toy_kb(), str(tiny_bert_dir))}) == 3
+
+
 def test_damaged_entry_is_rebuilt(tiny_bert_dir):
     cache = Path(os.environ["SPACY_BIOEL_CACHE"])
     want = links(default_pipeline(toy_kb(), str(tiny_bert_dir)))
