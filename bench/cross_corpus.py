@@ -26,7 +26,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 logger = logging.getLogger(__name__)
 UNTRAINED = "untrained"
-ABLATIONS = ("knn", "defer", "nil")
+ABLATIONS = ("knn", "defer", "nil", "memory")
 
 
 def ablate(nlp, part: str) -> Callable[[], None]:
@@ -52,6 +52,12 @@ def ablate(nlp, part: str) -> Callable[[], None]:
             def restore() -> None:
                 shortcut.set_params(defer_to_training=defer)
                 shortcut.contradicted = contradicted
+    elif part == "memory":  # the shortcut's training-mention memory (ExactShortcut.v2)
+        shortcut = linker.shortcut
+        count = getattr(shortcut, "min_training_count", 0)
+        if count:
+            shortcut.set_params(min_training_count=0)
+        restore = (lambda: shortcut.set_params(min_training_count=count)) if count else (lambda: None)
     elif part == "nil":
         threshold = linker.nil.threshold
         linker.nil.set_params(threshold=None)  # NIL only without candidates

@@ -20,7 +20,8 @@ MISC_NAMES = [
     "spacy-bioel.ThresholdNIL.v1", "spacy-bioel.ThresholdNIL.v2",
     "spacy-bioel.HardNegatives.v1", "spacy-bioel.RandomNegatives.v1",
     "spacy-bioel.MixedNegatives.v1", "spacy-bioel.FGSM.v1", "spacy-bioel.NameIndex.v2",
-    "spacy-bioel.ExactShortcut.v1", "spacy-bioel.TorchRuntime.v1", "spacy-bioel.OnnxRuntime.v1",
+    "spacy-bioel.ExactShortcut.v1", "spacy-bioel.ExactShortcut.v2", "spacy-bioel.TorchRuntime.v1",
+    "spacy-bioel.OnnxRuntime.v1",
 ]
 OTHER_NAMES = [("architectures", "spacy-bioel.BiEncoder.v1"),
                ("architectures", "spacy-bioel.ContextualBiEncoder.v1"),

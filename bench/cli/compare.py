@@ -64,7 +64,7 @@ def cross_corpus(
     tests: List[str] = typer.Option(..., "--test", help="LABEL=TEST.spacy, repeatable"),
     cache: Optional[Path] = typer.Option(None, "--cache", help="Embedding cache folder (a frozen base concept tower encodes the KB once for all)"),
     output: Path = typer.Option(Path("metrics/cross_corpus.json"), "--output", help="JSON (a .md beside it)"),
-    ablations: List[str] = typer.Option([], "--ablate", help="Also each trained linker with this part off: knn (its datastore), defer (the shortcut's deference to training mentions), nil (the NIL stage); repeatable"),
+    ablations: List[str] = typer.Option([], "--ablate", help="Also each trained linker with this part off: knn (its datastore), defer (the shortcut's deference to training mentions), nil (the NIL stage), memory (the shortcut's training-mention memory, ExactShortcut.v2); repeatable"),
     retune: List[str] = typer.Option([], "--retune", help="TEST_LABEL=DEV.spacy: also each trained linker tuned on that corpus' dev set first (kNN interpolation and NIL stage), then linking that test set; repeatable"),
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:

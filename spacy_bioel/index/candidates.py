@@ -25,14 +25,14 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..errors import BioELError, Errors
 from ..kb.knowledge_base import KnowledgeBase
 from ..kb.normalize import normalize_text
-from ..validation import as_bool, as_float
+from ..validation import as_bool, as_float, as_int
 from .name_index import NameIndex
 from .names import KeyLookup
 
@@ -120,25 +120,40 @@ class ExactShortcut:
     accuracy effect is measured in docs/results/speed.md; the linker counts its uses
     (`counts['exact_shortcut']`).
 
+    With `min_training_count` > 0 it also remembers the training mentions: a
+    mention whose normalised text was annotated at least that many times in
+    training, always with the same concept, links to that concept (the corpus'
+    own convention for that string, as BioSyn adds training mentions to its
+    dictionary; docs/results/accuracy.md, "Training mentions as dictionary
+    entries"). A text annotated with two concepts is left to the model.
+
     defer_to_training (bool): Leave names the training mentions contradict to the model.
+    min_training_count (int): Unanimous training annotations a text needs to be
+        linked from memory; 0 remembers nothing (v1).
     """
 
     name = "exact_shortcut"
 
-    def __init__(self, defer_to_training: bool = True) -> None:
+    def __init__(self, defer_to_training: bool = True, min_training_count: int = 0) -> None:
         self.exact = ExactCandidates()
         self.defer_to_training = defer_to_training
+        self.min_training_count = as_int("shortcut.min_training_count", min_training_count, 0)
         self.contradicted: set = set()  # normalised names the training mentions link elsewhere
+        self.remembered: Dict[str, int] = {}  # normalised training text -> its one concept
         self._concept_ids: Sequence[str] = []
+        self._mentions: Sequence[Tuple[str, str]] = []
 
     def initialize(self, kb: KnowledgeBase, index: NameIndex) -> None:
         self.exact.initialize(kb, index)
         self._concept_ids = index.names.concept_ids
         self.contradicted = set()
+        self.remembered = {}
 
     def learn(self, mentions: Sequence[Tuple[str, str]]) -> None:
         """Note the names that training (mention text, concept id) pairs link to
-        another concept than the KB's only one."""
+        another concept than the KB's only one, and (`min_training_count`) the
+        texts they always link to one concept."""
+        self._mentions = mentions
         contradicted = set()
         if self.defer_to_training:
             for text, concept_id in mentions:
@@ -147,22 +162,44 @@ class ExactShortcut:
                 if concepts and len(concepts) == 1 and self._concept_ids[concepts[0]] != concept_id:
                     contradicted.add(key)
         self.contradicted = contradicted
+        self.remembered = self._remember(mentions)
+
+    def _remember(self, mentions: Sequence[Tuple[str, str]]) -> Dict[str, int]:
+        if not self.min_training_count or not mentions:
+            return {}
+        seen: Dict[str, Dict[str, int]] = {}
+        for text, concept_id in mentions:
+            counts = seen.setdefault(normalize_text(text), {})
+            counts[concept_id] = counts.get(concept_id, 0) + 1
+        index_of = {concept_id: i for i, concept_id in enumerate(self._concept_ids)}
+        return {key: index_of[concept_id] for key, counts in seen.items() if len(counts) == 1
+                for concept_id, count in counts.items()
+                if count >= self.min_training_count and concept_id in index_of}
 
     def concept(self, text: str, label: str, type_filter=None) -> Optional[int]:
         """RETURNS (Optional[int]): the one concept `text` names, or None."""
         key = normalize_text(text)
-        concepts = self.exact.lookup.get(key)
-        if not concepts or len(concepts) != 1 or key in self.contradicted:
-            return None
+        concept = self.remembered.get(key)
+        if concept is None:
+            concepts = self.exact.lookup.get(key)
+            if not concepts or len(concepts) != 1 or key in self.contradicted:
+                return None
+            concept = concepts[0]
         mask = type_filter.masks([label])[0] if type_filter is not None else None
-        return concepts[0] if mask is None or mask[concepts[0]] else None
+        return concept if mask is None or mask[concept] else None
 
-    def get_params(self) -> Dict[str, bool]:
-        return {"defer_to_training": self.defer_to_training}
+    def get_params(self) -> Dict[str, Any]:
+        return {"defer_to_training": self.defer_to_training,
+                "min_training_count": self.min_training_count}
 
-    def set_params(self, defer_to_training: Optional[bool] = None) -> None:
+    def set_params(self, defer_to_training: Optional[bool] = None,
+                   min_training_count: Optional[int] = None) -> None:
         if defer_to_training is not None:
             self.defer_to_training = as_bool("shortcut.defer_to_training", defer_to_training)
+        if min_training_count is not None:
+            self.min_training_count = as_int("shortcut.min_training_count", min_training_count, 0)
+        if self._mentions:
+            self.learn(self._mentions)
 
 
 class HybridCandidates:

@@ -119,6 +119,15 @@ def create_exact_shortcut(defer_to_training: bool = True):
     return ExactShortcut(as_bool("shortcut.defer_to_training", defer_to_training))
 
 
+@registry.misc("spacy-bioel.ExactShortcut.v2")
+def create_exact_shortcut_v2(defer_to_training: bool = True, min_training_count: int = 2):
+    """Shortcut stage v2: v1, and a mention whose text training annotated at
+    least `min_training_count` times, always with one concept, links to it
+    without the encoder (the corpus' convention for that string; 0: v1)."""
+    from .candidates import ExactShortcut
+    return ExactShortcut(as_bool("shortcut.defer_to_training", defer_to_training), min_training_count)
+
+
 @registry.misc("spacy-bioel.HybridCandidates.v1")
 def create_hybrid_candidates(fusion: str = "weighted", sparse_weight: float = 0.2,
                              rrf_k: int = 60, ngram_range: List[int] = [2, 5],

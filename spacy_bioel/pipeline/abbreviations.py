@@ -12,6 +12,12 @@ at most min(|SF| + 5, 2 |SF|) preceding words in which the short form's
 characters occur in order, matched right to left, its first character at the
 start of a word.
 
+The preceding words are those of the short form's sentence, as in Schwartz &
+Hearst's own sentence-by-sentence search: a word ending in ".", "!" or "?"
+followed by one that starts with a capital or a digit ends a sentence, so
+"Myotonic dystrophy (DM)" after "... dystrophy." finds no long form where
+"dystrophy. Myotonic dystrophy" matched D...M across the sentence end.
+
 Two repairs of that shortest match, from NCBI Disease's errors
 (docs/results/accuracy.md, "Error analysis"):
 - a short form with more capitals than its long form has words takes the words
@@ -70,6 +76,26 @@ def _preceding_words(text: str, end: int, n: int) -> List[str]:
     return text[max(0, end - n * _MAX_WORD):end].split()[-n:]
 
 
+# words with a full stop that end no sentence ("i.e." and "U.S." have a stop inside)
+_NOT_AN_END = {"al.", "approx.", "ca.", "cf.", "dr.", "fig.", "figs.", "no.", "ref.", "refs.", "st.", "vs."}
+
+
+def _ends_sentence(word: str, following: str) -> bool:
+    if word[-1] not in ".!?" or not (following[0].isupper() or following[0].isdigit()):
+        return False
+    return word[-1] != "." or ("." not in word[:-1] and word.lower() not in _NOT_AN_END)
+
+
+def _in_sentence(words: List[str]) -> List[str]:
+    """The words of `words` after the last sentence end among them (a word
+    ending in . ! or ? before one that starts with a capital or a digit, but not
+    "i.e.", "vs." and the like)."""
+    for k in range(len(words) - 2, -1, -1):
+        if _ends_sentence(words[k], words[k + 1]):
+            return words[k + 1:]
+    return words
+
+
 def find_abbreviations(text: str) -> Dict[str, str]:
     """Short form -> long form for every definition "long form (SF)" in `text`
     (the first definition of a short form wins)."""
@@ -79,7 +105,7 @@ def find_abbreviations(text: str) -> Dict[str, str]:
         if not _is_short_form(short_form) or short_form in out:
             continue
         window = min(len(short_form) + 5, 2 * len(short_form))
-        words = _preceding_words(text, match.start(), window)
+        words = _in_sentence(_preceding_words(text, match.start(), window))
         long_form = best_long_form(short_form, " ".join(words))
         if long_form:
             long_form = _extended(short_form, long_form, words)

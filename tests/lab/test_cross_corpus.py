@@ -59,6 +59,15 @@ def test_ablations_switch_a_part_of_each_trained_linker_off(tiny_bert_dir, tmp_p
     assert linker.nil.threshold is None
     undo()
     assert linker.nil.threshold == threshold
+    undo = ablate(nlp, "memory")  # no shortcut stage: nothing to switch off
+    undo()
+    from spacy_bioel.index.candidates import ExactShortcut
+
+    linker.set_stage("shortcut", ExactShortcut(min_training_count=2))
+    undo = ablate(nlp, "memory")
+    assert linker.shortcut.min_training_count == 0 and not linker.shortcut.remembered
+    undo()
+    assert linker.shortcut.min_training_count == 2
     with pytest.raises(ValueError, match="unknown ablation"):
         cross_corpus({"saved": str(saved)}, {"toy": tmp_path / "data.spacy"}, tmp_path / "kb.bioelkb",
                      ablations=["everything"])

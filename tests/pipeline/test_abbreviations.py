@@ -38,3 +38,19 @@ def test_best_long_form(short, preceding, expected):
 ])
 def test_shortest_match_repairs(text, expected):
     assert find_abbreviations(text) == expected
+
+
+@pytest.mark.parametrize("text,expected", [
+    # the long form stays in the short form's sentence (NCBI: "dystrophy. Myotonic dystrophy"
+    # matched D...M across the full stop; dystrophia myotonica's letters come the other way)
+    ("with congenital myotonic dystrophy. Myotonic dystrophy (DM) is", {}),
+    ("in all tissues. Familial adenomatous polyposis (FAP) is", {"FAP": "Familial adenomatous polyposis"}),
+    ("as before. 2 patients with diabetes mellitus (DM) had", {"DM": "diabetes mellitus"}),
+    # a full stop inside the sentence, before a lower-case word, is not an end
+    ("the approx. heat shock protein (HSP) level", {"HSP": "heat shock protein"}),
+    # nor "i.e." or "vs." before a capital
+    ("the test, i.e. Heat shock protein (HSP) levels", {"HSP": "Heat shock protein"}),
+    ("placebo vs. Heat shock protein (HSP) levels", {"HSP": "Heat shock protein"}),
+])
+def test_a_long_form_does_not_cross_a_sentence_end(text, expected):
+    assert find_abbreviations(text) == expected

@@ -103,3 +103,57 @@ def test_a_saved_config_with_the_older_setting_still_loads(tiny_bert_dir):
     linker = nlp.get_pipe("bioel_linker")
     assert isinstance(linker.shortcut, ExactShortcut)
     assert "exact_shortcut" not in linker.cfg
+
+
+def test_texts_training_annotated_the_same_way_link_from_memory(nlp, monkeypatch):
+    """v2 remembers the training mentions: a text annotated at least
+    min_training_count times, always with one concept, links to it without the
+    encoder, even where the KB names it otherwise ('CC' names D1 and D2); a text
+    annotated two ways, or too rarely, is encoded."""
+    linker = nlp.get_pipe("bioel_linker")
+    saved = linker.train_mentions
+    try:
+        linker.train_mentions = [("CC", "D2"), ("cc", "D2"), ("heart attack", "D5"),
+                                 ("heart attack", "D1"), ("heart failure", "D5")]
+        linker.set_stage("shortcut", spacy.registry.resolve(
+            {"s": {"@misc": "spacy-bioel.ExactShortcut.v2"}})["s"])
+        assert linker.shortcut.get_params() == {"defer_to_training": True, "min_training_count": 2}
+        encoded = spy_encoder(linker, monkeypatch)
+        doc = run(nlp, "CC and heart attack and heart failure", [(0, 1), (2, 4), (5, 7)])
+        assert doc.ents[0].kb_id_ == "D2" and doc.ents[0]._.kb_ents == [("D2", 1.0)]
+        assert sorted(encoded) == ["heart attack", "heart failure"]  # two ways; once only
+        linker.set_option("shortcut.min_training_count", 1)  # once is enough now
+        encoded.clear()
+        assert run(nlp, "heart failure", [(0, 2)]).ents[0].kb_id_ == "D5" and encoded == []
+        linker.set_option("shortcut.min_training_count", 0)  # v1: nothing remembered
+        encoded.clear()
+        run(nlp, "CC", [(0, 1)])
+        assert encoded == ["CC"]
+        with pytest.raises(BioELError, match="E175"):
+            linker.set_option("shortcut.min_training_count", -1)
+    finally:
+        linker.train_mentions = saved
+        linker.set_stage("shortcut", None)
+
+
+def test_the_memory_is_saved_with_the_pipeline(tiny_bert_dir, tmp_path):
+    """The v2 block and a changed min_training_count survive to_disk / load, and
+    the loaded linker rebuilds its memory from the saved training mentions."""
+    from spacy.training import Example
+
+    from spacy_bioel.pipeline.loading import find_linker
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bioel_linker", config=tiny_linker_config(
+        tiny_bert_dir, shortcut={"@misc": "spacy-bioel.ExactShortcut.v2"}))
+    linker = nlp.get_pipe("bioel_linker")
+    linker.set_kb(toy_kb())
+    gold = nlp.make_doc("a heart failure case")
+    gold.ents = [Span(gold, 1, 3, label="Disease", kb_id="D5")]
+    nlp.initialize(lambda: [Example(nlp.make_doc(gold.text), gold)])
+    assert linker.shortcut.concept("heart failure", "Disease") is None  # seen once, 2 needed
+    linker.set_option("shortcut.min_training_count", 1)
+    nlp.to_disk(tmp_path / "p")
+    loaded = find_linker(spacy.load(tmp_path / "p"))
+    assert loaded.shortcut.get_params() == {"defer_to_training": True, "min_training_count": 1}
+    assert loaded.shortcut.concept("heart failure", "Disease") == loaded.index.names.concept_ids.index("D5")
