@@ -50,9 +50,10 @@ def binomial_cdf(k: int, n: int, p: float) -> float:
 
 def allowed_right_as_nil(n: int, max_rate: float = MAX_RIGHT_AS_NIL,
                          confidence: Optional[float] = RIGHT_AS_NIL_CONFIDENCE) -> int:
-    """How many of `n` dev mentions with a right top candidate a NIL threshold
-    may answer NIL for. With `confidence`: the largest count k whose one-sided
-    Clopper-Pearson upper bound on the rate is at most `max_rate`, i.e.
+    """How many right links (top candidate right) among `n` linkable dev mentions
+    a NIL threshold may answer NIL for. With `confidence`: the largest count k
+    whose one-sided Clopper-Pearson upper bound on the rate k / n is at most
+    `max_rate`, i.e.
     P(X <= k | n, max_rate) <= 1 - confidence (a dev set smaller than that bound
     can certify, 149 mentions at 2% and 95%, may throw none). With None: the point
     estimate, floor(max_rate * n), which a test set exceeds about half the time.
