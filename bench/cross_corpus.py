@@ -12,7 +12,8 @@ Ablations (`ABLATIONS`) say which part of a trained linker carries its corpus'
 annotation habits to the other corpus: each adds a row per trained linker with
 that part switched off in memory ('knn': the datastore of training mentions;
 'defer': the shortcut's deference to training mentions, so every unique KB name
-is linked by the shortcut; 'nil': the NIL stage, so kb_id_ is the top candidate).
+is linked by the shortcut; 'nil': the NIL stage, so kb_id_ is the top candidate;
+'memory': the shortcut's training-mention memory, `ExactShortcut.v2`).
 `retune` adds a row per trained linker and test set with a dev set given: the
 linker tuned on that corpus' dev data first (`tune`: the kNN interpolation,
 lambda 0 switching the datastore off, and the NIL stage), as README advises a
@@ -40,24 +41,15 @@ def ablate(nlp, part: str) -> Callable[[], None]:
         use_knn = linker.ranker.use_knn
         linker.ranker.set_params(use_knn=False)
         restore = lambda: linker.ranker.set_params(use_knn=use_knn)
-    elif part == "defer":
+    elif part in ("defer", "memory"):  # a shortcut parameter; set_params learns the mentions again
         shortcut = linker.shortcut
-        if getattr(shortcut, "contradicted", None) is None:
+        param, off = ("defer_to_training", False) if part == "defer" else ("min_training_count", 0)
+        if shortcut is None:
             restore = lambda: None
         else:
-            defer, contradicted = shortcut.defer_to_training, shortcut.contradicted
-            shortcut.set_params(defer_to_training=False)
-            shortcut.contradicted = set()
-
-            def restore() -> None:
-                shortcut.set_params(defer_to_training=defer)
-                shortcut.contradicted = contradicted
-    elif part == "memory":  # the shortcut's training-mention memory (ExactShortcut.v2)
-        shortcut = linker.shortcut
-        count = getattr(shortcut, "min_training_count", 0)
-        if count:
-            shortcut.set_params(min_training_count=0)
-        restore = (lambda: shortcut.set_params(min_training_count=count)) if count else (lambda: None)
+            before = shortcut.get_params()[param]
+            shortcut.set_params(**{param: off})
+            restore = lambda: shortcut.set_params(**{param: before})
     elif part == "nil":
         threshold = linker.nil.threshold
         linker.nil.set_params(threshold=None)  # NIL only without candidates

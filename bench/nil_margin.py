@@ -28,21 +28,20 @@ def _mentions(nlp, linker, path: Path) -> Dict[str, np.ndarray]:
     whether it has candidates, gold NIL, and whether the encoder saw it."""
     from spacy_bioel.cli._app import read_docs
     from spacy_bioel.pipeline.loading import upstream_annotated
-    from spacy_bioel.kb.ids import split_gold_ids
-    from spacy_bioel.pipeline.mentions import has_alnum, mention_spans
+    from spacy_bioel.pipeline.tuning import gold_mentions
 
     docs = upstream_annotated(nlp, linker, read_docs([path]))
-    spans = [ent for doc in docs for ent in mention_spans(doc, linker.cfg["spans_key"])]
+    gold, encoded = gold_mentions(linker, docs)
     decisions = linker.decide(linker.retrieve(docs))
-    gold = [set(split_gold_ids(ent.kb_id_)) for ent in spans]
-    encoded = [not linker.cfg["nil_without_alnum"] or has_alnum(ent.text) for ent in spans]
+    seen = np.zeros(len(gold), dtype=bool)
+    seen[encoded] = True
     return {
         "support": np.array([d.get("support") if d.get("support") is not None else -1.0 for d in decisions]),
         "has_candidates": np.array([bool(d["candidates"]) for d in decisions]),
         "right": np.array([bool(d["candidates"]) and d["candidates"][0][0] in g
                            for d, g in zip(decisions, gold)]),
         "gold_nil": np.array([not g for g in gold]),
-        "encoded": np.array(encoded),
+        "encoded": seen,
     }
 
 

@@ -30,6 +30,15 @@ def labelled(values: List[str], what: str, hint: str) -> Dict[str, str]:
     return out
 
 
+def fields(value: str, form: str, hint: Optional[str] = None) -> List[str]:
+    """`value` split at '=' into the non-empty fields `form` names (e.g.
+    "LABEL=PIPELINE=TEST.spacy"); BadParameter naming `form` otherwise."""
+    parts = value.split("=")
+    if len(parts) != form.count("=") + 1 or not all(parts):
+        raise typer.BadParameter(f"{value!r}: give {form}", param_hint=hint)
+    return parts
+
+
 def write_report(output: Path, result: Any, table: str) -> None:
     """`result` as JSON at `output`, its markdown `table` beside it (.md), and the table printed."""
     write_json(output, result)

@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from ._app import app, labelled, load_pipeline, read_docs, setup_logging, write_json, write_report
+from ._app import app, fields, labelled, load_pipeline, read_docs, setup_logging, write_json, write_report
 
 
 @app.command("compare")
@@ -92,10 +92,7 @@ def biosyn_protocol(
     setup_logging(verbose)
     rows = []
     for run in runs:
-        parts = run.split("=")
-        if len(parts) != 3 or not all(parts):
-            raise typer.BadParameter(f"{run!r}: give LABEL=PIPELINE=TEST.spacy")
-        label, pipeline, test = parts
+        label, pipeline, test = fields(run, "LABEL=PIPELINE=TEST.spacy")
         nlp = load_pipeline(Path(pipeline))
         rows.append({"label": label, "pipeline": pipeline, "test": test,
                      **both_protocols(nlp, read_docs([Path(test)]))})
@@ -125,10 +122,7 @@ def nil_margin(
     setup_logging(verbose)
     pipelines, devs, tests = {}, {}, {}
     for run in runs:
-        parts = run.split("=")
-        if len(parts) != 4 or not all(parts):
-            raise typer.BadParameter(f"{run!r}: give LABEL=PIPELINE=DEV.spacy=TEST.spacy", param_hint="RUNS")
-        label, pipeline, dev, test = parts
+        label, pipeline, dev, test = fields(run, "LABEL=PIPELINE=DEV.spacy=TEST.spacy", "RUNS")
         pipelines[label], devs[label], tests[label] = Path(pipeline), Path(dev), Path(test)
     result = probe(pipelines, devs, tests)
     write_report(output, result, markdown(result))

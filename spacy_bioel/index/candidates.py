@@ -141,11 +141,13 @@ class ExactShortcut:
         self.contradicted: set = set()  # normalised names the training mentions link elsewhere
         self.remembered: Dict[str, int] = {}  # normalised training text -> its one concept
         self._concept_ids: Sequence[str] = []
+        self._concept_index: Optional[Dict[str, int]] = None  # concept id -> index, built once a KB
         self._mentions: Sequence[Tuple[str, str]] = []
 
     def initialize(self, kb: KnowledgeBase, index: NameIndex) -> None:
         self.exact.initialize(kb, index)
         self._concept_ids = index.names.concept_ids
+        self._concept_index = None
         self.contradicted = set()
         self.remembered = {}
 
@@ -171,7 +173,9 @@ class ExactShortcut:
         for text, concept_id in mentions:
             counts = seen.setdefault(normalize_text(text), {})
             counts[concept_id] = counts.get(concept_id, 0) + 1
-        index_of = {concept_id: i for i, concept_id in enumerate(self._concept_ids)}
+        if self._concept_index is None:
+            self._concept_index = {concept_id: i for i, concept_id in enumerate(self._concept_ids)}
+        index_of = self._concept_index
         return {key: index_of[concept_id] for key, counts in seen.items() if len(counts) == 1
                 for concept_id, count in counts.items()
                 if count >= self.min_training_count and concept_id in index_of}

@@ -15,7 +15,7 @@ similarity) is at least the threshold, or when it has no candidate at all.
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -42,10 +42,15 @@ def binomial_cdf(k: int, n: int, p: float) -> float:
         return 1.0
     if p >= 1.0:
         return 0.0
+    return min(1.0, sum(_binomial_terms(k, n, p)))
+
+
+def _binomial_terms(k: int, n: int, p: float) -> List[float]:
+    """P(X = i) for i = 0..k, X ~ Binomial(n, p), 0 < p < 1, from log-gamma."""
     log_p, log_q = math.log(p), math.log1p(-p)
     log_n = math.lgamma(n + 1)
-    return min(1.0, sum(math.exp(log_n - math.lgamma(i + 1) - math.lgamma(n - i + 1)
-                                 + i * log_p + (n - i) * log_q) for i in range(k + 1)))
+    return [math.exp(log_n - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q)
+            for i in range(k + 1)]
 
 
 def allowed_right_as_nil(n: int, max_rate: float = MAX_RIGHT_AS_NIL,
@@ -64,11 +69,11 @@ def allowed_right_as_nil(n: int, max_rate: float = MAX_RIGHT_AS_NIL,
         return 0
     if confidence is None:
         return int(math.floor(max_rate * n + 1e-9))
-    alpha = 1.0 - confidence
-    k = int(math.floor(max_rate * n))  # the bound lies above the point estimate: search down
-    while k >= 0 and binomial_cdf(k, n, max_rate) > alpha:
-        k -= 1
-    return max(k, 0)
+    if max_rate <= 0.0 or max_rate >= 1.0:  # P(X <= k) is 1 for every k, or 0 below n
+        return 0 if max_rate <= 0.0 else n - 1
+    # the count lies at or below the point estimate: the CDF up to it, summed once
+    cdf = np.cumsum(_binomial_terms(min(n, int(math.floor(max_rate * n))), n, max_rate))
+    return max(int(np.sum(cdf <= 1.0 - confidence)) - 1, 0)
 
 
 def right_as_nil_at(threshold: float, nil_scores: np.ndarray, right: np.ndarray,
@@ -104,14 +109,17 @@ def calibrate_nil_threshold(nil_scores: Sequence[float], gold_nil: Sequence[bool
              "right_as_nil": 0.0}
     if not gold.any():
         return never
-    allowed = allowed_right_as_nil(int((~gold).sum()), max_right_as_nil, confidence)
+    linkable = int((~gold).sum())
+    allowed = allowed_right_as_nil(linkable, max_right_as_nil, confidence)
+    thrown_if_cut = correct & ~gold  # right links a threshold at or below their score throws
     best, below = None, None
     observed = sorted(set(scores.tolist()), reverse=True)
     for position, threshold in enumerate(observed):
-        if int(np.sum((scores >= threshold) & correct & ~gold)) > allowed:
+        thrown = int(np.sum(thrown_if_cut & (scores >= threshold)))
+        if thrown > allowed:
             break  # lower thresholds answer NIL for more mentions: more right links thrown
         result = dict(nil_f1_at(threshold, scores, gold),
-                      right_as_nil=right_as_nil_at(threshold, scores, correct, gold))
+                      right_as_nil=thrown / linkable if linkable else 0.0)
         if best is None or result["f1"] > best["f1"]:
             best = result
             below = observed[position + 1] if position + 1 < len(observed) else None

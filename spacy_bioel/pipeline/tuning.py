@@ -12,7 +12,7 @@ The tuned values are set on the stages; save with `nlp.to_disk`.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from spacy.tokens import Doc
 
@@ -54,6 +54,16 @@ def knn_grid(retrieved, gold: Sequence[set], grid: Dict[str, List[float]]) -> Li
     return rows
 
 
+def gold_mentions(linker: BioELLinker, docs: Sequence[Doc]) -> Tuple[List[Set[str]], List[int]]:
+    """Per mention the linker links in `docs` (in order): its gold ids (empty:
+    NIL), and the positions of the mentions the encoder reads (the others are
+    NIL whatever the settings: `nil_without_alnum`)."""
+    spans = [ent for doc in docs for ent in mention_spans(doc, linker.cfg["spans_key"])]
+    encoded = [i for i, ent in enumerate(spans)
+               if not linker.cfg["nil_without_alnum"] or has_alnum(ent.text)]
+    return [set(split_gold_ids(ent.kb_id_)) for ent in spans], encoded
+
+
 def tune_linker(linker: BioELLinker, docs: Sequence[Doc], grid: Optional[Dict[str, list]] = None,
                 sparse_weights: Optional[Sequence[float]] = None) -> Dict[str, Any]:
     """Pick the ranker's values (and a hybrid generator's sparse weight) for dev
@@ -64,12 +74,8 @@ def tune_linker(linker: BioELLinker, docs: Sequence[Doc], grid: Optional[Dict[st
     RETURNS (Dict[str, Any]): n, best, grid, sparse-weight rows, nil fit.
     """
     grid = {**DEFAULT_GRID, **(grid or {})}
-    spans = [ent for doc in docs for ent in mention_spans(doc, linker.cfg["spans_key"])]
-    gold = [set(split_gold_ids(ent.kb_id_)) for ent in spans]
-    linkable = [i for i, ids in enumerate(gold) if ids]
-    encoded = [i for i, ent in enumerate(spans)  # the others are NIL whatever the settings
-               if not linker.cfg["nil_without_alnum"] or has_alnum(ent.text)]
-    linkable = sorted(set(linkable) & set(encoded))
+    gold, encoded = gold_mentions(linker, docs)
+    linkable = sorted({i for i, ids in enumerate(gold) if ids} & set(encoded))
     weights = list(sparse_weights or []) if hasattr(linker.candidates, "sparse_weight") else []
     trials = []
     for weight in weights or [None]:
@@ -91,12 +97,12 @@ def tune_linker(linker: BioELLinker, docs: Sequence[Doc], grid: Optional[Dict[st
                for i in encoded]
     nil = linker.nil.fit([decisions[i]["support"] for i in encoded], correct,
                          [not gold[i] for i in encoded])
-    return {"n": len(linkable), "n_mentions": len(spans),
-            "n_without_alnum": len(spans) - len(encoded), "best": best, "grid": trial["grid"],
+    return {"n": len(linkable), "n_mentions": len(gold),
+            "n_without_alnum": len(gold) - len(encoded), "best": best, "grid": trial["grid"],
             "sparse_weights": [{"sparse_weight": t["sparse_weight"], "acc@1": t["best"]["acc@1"]}
                                for t in trials if t["sparse_weight"] is not None],
             "nil": nil, "stages": {"ranker": linker.ranker.get_params(),
                                    "nil": linker.nil.get_params()}}
 
 
-__all__ = ["tune_linker", "knn_grid", "DEFAULT_GRID"]
+__all__ = ["tune_linker", "gold_mentions", "knn_grid", "DEFAULT_GRID"]
