@@ -16,8 +16,8 @@ is linked by the shortcut; 'nil': the NIL stage, so kb_id_ is the top candidate;
 'memory': the shortcut's training-mention memory, `ExactShortcut.v2`).
 `retune` adds a row per trained linker and test set with a dev set given: the
 linker tuned on that corpus' dev data first (`tune`: the kNN interpolation,
-lambda 0 switching the datastore off, and the NIL stage), as README advises a
-user who links another corpus.
+lambda 0 switching the datastore off, the shortcut's deference to the training
+mentions, and the NIL stage), as README advises a user who links another corpus.
 """
 from __future__ import annotations
 
@@ -84,12 +84,15 @@ def retuned(nlp, dev_docs) -> Callable[[], None]:
 
     linker = find_linker(nlp)
     ranker, nil = linker.ranker.get_params(), linker.nil.get_params()
+    shortcut = linker.shortcut.get_params() if linker.shortcut is not None else None
     linker.cache.clear()
     tune_linker(linker, dev_docs)
 
     def undo() -> None:
         linker.ranker.set_params(**ranker)
         linker.nil.set_params(**nil)
+        if shortcut is not None:  # tune may have switched its deference
+            linker.shortcut.set_params(**shortcut)
         linker.cache.clear()
     return undo
 
@@ -147,9 +150,10 @@ def cross_corpus(pipelines: Dict[str, str], tests: Dict[str, Path], kb_path: Pat
             undo()
         for test_label, docs in dev_docs.items():
             undo = retuned(nlp, docs)
-            ranker = find_linker(nlp).ranker
+            ranker, shortcut = find_linker(nlp).ranker, find_linker(nlp).shortcut
             add_row(nlp, f"{label} tuned on {test_label} dev", path, test_label,
-                    knn_lambda=ranker.knn_lambda if ranker.use_knn else 0.0)
+                    knn_lambda=ranker.knn_lambda if ranker.use_knn else 0.0,
+                    **({"defer_to_training": shortcut.defer_to_training} if shortcut is not None else {}))
             undo()
     return {"kb": str(kb_path), "kb_name": kb.name, "rows": rows}
 
@@ -159,7 +163,9 @@ def markdown(result: Dict[str, object]) -> str:
              "| linker | test | n | Acc@1 | Acc@5 | kb_id_ acc | right as NIL |",
              "|---|---|---:|---:|---:|---:|---:|"]
     for row in result["rows"]:
-        label = row["linker"] + (f" (lambda {row['knn_lambda']:g})" if "knn_lambda" in row else "")
+        label = row["linker"] + (f" (lambda {row['knn_lambda']:g}" + (
+            "" if row.get("defer_to_training", True) else ", deference off") + ")"
+            if "knn_lambda" in row else "")
         lines.append(f"| {label} | {row['test']} | {row['n']} | {100 * row['acc@1']:.2f} | "
                      f"{100 * row['acc@5']:.2f} | {100 * row['kb_id_acc']:.2f} | "
                      f"{100 * row['right_as_nil']:.2f} |")

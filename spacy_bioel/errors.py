@@ -384,6 +384,12 @@ class Errors(metaclass=ErrorsWithCodes):
     E240 = ("{path} cannot be read ({problem}). A saved pipeline's config.cfg and meta.json "
             "are written by nlp.to_disk: restore the file from the original copy, or re-save "
             "the pipeline.")
+    E243 = ("{path}: {problem}. `retrain` reads how long the tuned run trained from its "
+            "evaluation log: train it with `--training.logger.output_file LOG.jsonl` "
+            "(`spacy project run train-linker` does), or give the steps with --steps N.")
+    E244 = ("{source} and {target} differ in their {stage} stage ({found} against {expected}): "
+            "`retrain` keeps the settings tune chose, so train again with the config of the "
+            "tuned run.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

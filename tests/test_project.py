@@ -71,8 +71,11 @@ def test_train_evaluate_package_doors(tmp_path, tiny_bert_dir):
     # `train` ends tuned: the NIL stage calibrated on dev, not the untrained encoder's rule
     assert (project / "training" / "ncbi" / "linker" / "model-tuned" / "config.cfg").is_file()
     assert "prepare" in first.stdout and "train-linker" in first.stdout and "tune-linker" in first.stdout
+    # and final: dev's annotated mentions added to the tuned linker's datastore
+    assert (project / "training" / "ncbi" / "linker" / "model-final" / "config.cfg").is_file()
+    assert "Datastore of" in first.stdout and "grown to" in first.stdout, first.stdout
     again = project_run(project, "train", *common, env=tiny)  # nothing changed: all skipped
-    assert again.stdout.count("Skipping") == 3, again.stdout
+    assert again.stdout.count("Skipping") == 4, again.stdout
     project_run(project, "evaluate", *common, env=tiny)
     report = srsly.read_json(project / "metrics" / "ncbi" / "linker.json")
     assert report["n"] == 2 and 0 <= report["acc@1"] <= 1
@@ -80,6 +83,10 @@ def test_train_evaluate_package_doors(tmp_path, tiny_bert_dir):
     package = srsly.read_json(project / "metrics" / "ncbi" / "linker_package.json")
     assert (project / package["wheel"]).is_file() and package["wheel"].endswith(
         "en_bioel_ncbi_linker-0.0.1-py3-none-any.whl")
+    # the anchors' full final fit: trained again on train + dev as long as model-best had
+    full = project_run(project, "train-full", *common, env=tiny)
+    assert "retrain-linker" in full.stdout and "steps on train + dev" in full.stdout, full.stdout
+    assert (project / "training" / "ncbi" / "linker" / "model-retrained" / "config.cfg").is_file()
 
 
 def test_gpu_id_without_cuda_gives_spacys_error(tmp_path):

@@ -56,8 +56,9 @@ def tune(
     verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
     """Tune on dev, scoring exactly as the linker predicts: k, lambda, beta1, beta2
-    (kNN-BioEL eqs. 4-6) and a hybrid generator's sparse weight for dev Acc@1,
-    then the NIL stage's calibration (and, where dev has gold NIL, its
+    (kNN-BioEL eqs. 4-6), a hybrid generator's sparse weight and whether the
+    exact shortcut defers to the training mentions, for dev Acc@1, then the NIL
+    stage's calibration (and, where dev has gold NIL, its
     threshold for NIL F1). Saves the pipeline with nlp.to_disk."""
     from ..pipeline.loading import find_linker, upstream_annotated
     from ..pipeline.tuning import tune_linker
@@ -76,6 +77,10 @@ def tune(
                      f"{100 * row['acc@1']:.1f} |")
     for row in result["sparse_weights"]:
         lines.append(f"\nsparse_weight {row['sparse_weight']}: dev Acc@1 {100 * row['acc@1']:.1f}")
+    for row in result["deference"]:
+        lines.append(f"\nthe shortcut deferring to training mentions {row['defer_to_training']}"
+                     f"{'' if row['sparse_weight'] is None else ', sparse_weight ' + str(row['sparse_weight'])}: "
+                     f"dev Acc@1 {100 * row['acc@1']:.2f}")
     save_tuning(nlp, pipeline, save_to, write, output, result, lines)
     typer.echo(f"best: {result['best']}; NIL: {result['nil']}")
 
@@ -85,17 +90,28 @@ def rebuild_datastore(
     pipeline: Path = typer.Argument(..., help="A saved pipeline with a bioel_linker"),
     data: List[Path] = typer.Argument(..., help="DocBins whose gold mentions become the datastore"),
     output: Optional[Path] = typer.Option(None, "--output", help="Where to save (default: in place)"),
+    add: bool = typer.Option(False, "--add", help="Add the DocBins' mentions to the datastore instead of replacing it, "
+                             "e.g. dev's after `tune` (the final fit)"),
     name: Optional[str] = typer.Option(None, "--component"),
     verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
-    """Re-encode a trained pipeline's kNN datastore from any DocBin(s)."""
+    """Re-encode a trained pipeline's kNN datastore from any DocBin(s), or with
+    --add add their gold mentions to it. After `tune`, adding dev's annotated
+    mentions is the final fit of the anchors' protocol, train + dev
+    (docs/results/accuracy.md). Evaluate the result on test only: dev's
+    mentions are then their own neighbours."""
     setup_logging(verbose)
     from ..pipeline.loading import find_linker
 
     nlp = load_pipeline(pipeline)
-    n = find_linker(nlp, name).build_datastore(read_docs(list(data)))
+    linker = find_linker(nlp, name)
+    before = len(linker.datastore) if add and linker.datastore is not None else 0
+    n = linker.build_datastore(read_docs(list(data)), add=add)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
     nlp.to_disk(output or pipeline)
-    typer.echo(f"Datastore rebuilt with {n} mentions; saved to {output or pipeline}")
+    typer.echo(f"Datastore {'of ' + str(before) + ' mentions grown to' if add else 'rebuilt with'} "
+               f"{n} mentions; saved to {output or pipeline}")
 
 
 @app.command("repair-pipeline")

@@ -214,11 +214,12 @@ class BioELLinker(TrainablePipe):
             self.state.refresh_datastore(self.model.get_dim("nO"), mentions)
         self.model_changed()
 
-    def build_datastore(self, docs: Iterable[Doc]) -> int:
-        """Replace the datastore with the gold mentions of `docs` (e.g. train + dev).
-        RETURNS (int): the number of keys."""
-        self.train_mentions = self.state.gold_rows([Example(d, d) for d in docs],
-                                                   self.cfg["context_window"], self.cfg["spans_key"])
+    def build_datastore(self, docs: Iterable[Doc], add: bool = False) -> int:
+        """Replace the datastore with the gold mentions of `docs` (e.g. train + dev),
+        or with `add` add them to it (dev after `tune`). RETURNS (int): its size."""
+        rows = self.state.gold_rows([Example(d, d) for d in docs], self.cfg["context_window"],
+                                    self.cfg["spans_key"])
+        self.train_mentions = (self.state.mention_rows() + rows) if add else rows
         self.datastore_stale = True
         self.refresh()
         return len(self.datastore)

@@ -98,10 +98,14 @@ class TrainingProgress:
             rate = 1 / step_time
             parts.append(f"{rate:.2g} steps/s" if rate >= 0.1 else f"{step_time:.0f} s/step")
             next_eval = self.eval_frequency - (step % self.eval_frequency)
-            parts.append(f"next evaluation (step {step + next_eval}) in {duration(next_eval * step_time)}")
+            if 0 < self.max_steps < step + next_eval:  # e.g. `retrain`: one evaluation, at the start
+                parts.append(f"no evaluation before the last step ({self.max_steps:,})")
+            else:
+                parts.append(f"next evaluation (step {step + next_eval}) in {duration(next_eval * step_time)}")
             remaining = self._steps_left(step, fraction, done, epoch_mentions, now, state, step_time)
-            if remaining is not None:
-                seconds = remaining * step_time + (remaining // self.eval_frequency + 1) * evaluation
+            if remaining is not None:  # the evaluations at the multiples of eval_frequency still to come
+                evaluations = (step + remaining) // self.eval_frequency - step // self.eval_frequency
+                seconds = remaining * step_time + evaluations * evaluation
                 bound = "at most " if self.patience else ""
                 note = f" (evaluations {duration(evaluation)} each)" if self.eval_seconds is not None else ""
                 parts.append(f"end in {bound}{duration(seconds)}{note}")

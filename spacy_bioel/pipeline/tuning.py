@@ -7,7 +7,9 @@ long forms, type filter and candidate stage included) and `decide` (the
 ranker, the choice between a mention and its long form, the NIL stage): the
 grid search replays `decide`'s choice of alternative for each kNN setting and
 scores the ranker's top-1 with `grid_accuracy`, which equals `interpolate`'s.
-The tuned values are set on the stages; save with `nlp.to_disk`.
+The shortcut's deference to the training mentions is tried both ways when the
+training mentions contradict a KB name. The tuned values are set on the
+stages; save with `nlp.to_disk`.
 """
 from __future__ import annotations
 
@@ -64,10 +66,33 @@ def gold_mentions(linker: BioELLinker, docs: Sequence[Doc]) -> Tuple[List[Set[st
     return [set(split_gold_ids(ent.kb_id_)) for ent in spans], encoded
 
 
+def _deference(linker: BioELLinker) -> Optional[bool]:
+    """The shortcut's `defer_to_training`, or None where it has no say: no
+    shortcut, none that defers, or no KB name the training mentions contradict
+    either way (then both settings link alike)."""
+    shortcut = linker.shortcut
+    if shortcut is None or "defer_to_training" not in getattr(shortcut, "get_params", dict)():
+        return None
+    configured = shortcut.get_params()["defer_to_training"]
+    if not configured:
+        shortcut.set_params(defer_to_training=True)
+    moot = not shortcut.contradicted
+    shortcut.set_params(defer_to_training=configured)
+    return None if moot else configured
+
+
+def _set_deference(linker: BioELLinker, defer: bool) -> None:
+    linker.shortcut.set_params(defer_to_training=defer)
+    linker.model_changed()
+
+
 def tune_linker(linker: BioELLinker, docs: Sequence[Doc], grid: Optional[Dict[str, list]] = None,
                 sparse_weights: Optional[Sequence[float]] = None) -> Dict[str, Any]:
-    """Pick the ranker's values (and a hybrid generator's sparse weight) for dev
-    Acc@1, then fit the NIL stage on the decisions they give; set them on the stages.
+    """Pick the ranker's values (and a hybrid generator's sparse weight, and
+    whether the exact shortcut defers to the training mentions) for dev Acc@1,
+    then fit the NIL stage on the decisions they give; set them on the stages.
+    The deference is a habit of the training corpus, as the datastore is: on
+    another corpus' dev, tuning may switch both off (lambda 0 and no deference).
 
     docs: dev docs with gold `kb_id_` on the spans the linker links (`doc.ents`
         or its `spans_key` group; never the test set).
@@ -77,18 +102,28 @@ def tune_linker(linker: BioELLinker, docs: Sequence[Doc], grid: Optional[Dict[st
     gold, encoded = gold_mentions(linker, docs)
     linkable = sorted({i for i, ids in enumerate(gold) if ids} & set(encoded))
     weights = list(sparse_weights or []) if hasattr(linker.candidates, "sparse_weight") else []
+    configured = _deference(linker)
     trials = []
-    for weight in weights or [None]:
-        if weight is not None:
-            linker.candidates.set_params(sparse_weight=weight)
-        retrieved = linker.retrieve(docs, knn_k=max(grid["k"]))
-        rows = knn_grid([retrieved[i] for i in linkable], [gold[i] for i in linkable], grid)
-        best = max(rows, key=lambda r: (r["acc@1"], -r["lambda"]))
-        trials.append({"sparse_weight": weight, "best": best, "grid": rows, "retrieved": retrieved})
-        logger.info("sparse_weight %s: dev Acc@1 %.4f", weight, best["acc@1"])
-    trial = max(trials, key=lambda t: (t["best"]["acc@1"], -(t["sparse_weight"] or 0.0)))
+    for defer in ([configured, not configured] if configured is not None else [None]):
+        if defer is not None:
+            _set_deference(linker, defer)
+        for weight in weights or [None]:
+            if weight is not None:
+                linker.candidates.set_params(sparse_weight=weight)
+            retrieved = linker.retrieve(docs, knn_k=max(grid["k"]))
+            rows = knn_grid([retrieved[i] for i in linkable], [gold[i] for i in linkable], grid)
+            best = max(rows, key=lambda r: (r["acc@1"], -r["lambda"]))
+            trials.append({"sparse_weight": weight, "defer_to_training": defer, "best": best,
+                           "grid": rows, "retrieved": retrieved})
+            logger.info("sparse_weight %s, defer_to_training %s: dev Acc@1 %.4f", weight, defer,
+                        best["acc@1"])
+    # ties keep the configured deference, then the smaller sparse weight
+    trial = max(trials, key=lambda t: (t["best"]["acc@1"], t["defer_to_training"] == configured,
+                                       -(t["sparse_weight"] or 0.0)))
     if trial["sparse_weight"] is not None:
         linker.candidates.set_params(sparse_weight=trial["sparse_weight"])
+    if trial["defer_to_training"] is not None:
+        _set_deference(linker, trial["defer_to_training"])
     best = trial["best"]
     linker.ranker.set_params(use_knn=best["lambda"] > 0, knn_k=best["k"],
                              knn_lambda=best["lambda"], beta1=best["beta1"], beta2=best["beta2"])
@@ -101,8 +136,11 @@ def tune_linker(linker: BioELLinker, docs: Sequence[Doc], grid: Optional[Dict[st
             "n_without_alnum": len(gold) - len(encoded), "best": best, "grid": trial["grid"],
             "sparse_weights": [{"sparse_weight": t["sparse_weight"], "acc@1": t["best"]["acc@1"]}
                                for t in trials if t["sparse_weight"] is not None],
+            "deference": [{"defer_to_training": t["defer_to_training"], "sparse_weight": t["sparse_weight"],
+                           "acc@1": t["best"]["acc@1"]} for t in trials if t["defer_to_training"] is not None],
             "nil": nil, "stages": {"ranker": linker.ranker.get_params(),
-                                   "nil": linker.nil.get_params()}}
+                                   "nil": linker.nil.get_params(),
+                                   **({"shortcut": linker.shortcut.get_params()} if configured is not None else {})}}
 
 
 __all__ = ["tune_linker", "gold_mentions", "knn_grid", "DEFAULT_GRID"]

@@ -33,7 +33,9 @@ def create_gold_ents_corpus(path: Optional[Path], limit: int = 0, held_out_knn: 
     """Read a DocBin written by `python -m spacy_bioel convert` into Examples whose
     predicted docs carry the gold spans (no kb ids).
 
-    path (Optional[Path]): The .spacy file.
+    path (Optional[Path]): The .spacy file, or a directory whose .spacy files
+        (searched recursively, in sorted order) are read one after the other,
+        as spaCy's own corpus reader does: e.g. train and dev for a final fit.
     limit (int): Read at most this many docs (0: all).
     held_out_knn (bool): Mark each predicted doc so that a bioel_linker's kNN
         datastore leaves that document's own mentions out when linking it: a
@@ -43,7 +45,11 @@ def create_gold_ents_corpus(path: Optional[Path], limit: int = 0, held_out_knn: 
     def read(nlp: Language) -> Iterator[Example]:
         if path is None or not Path(path).exists():
             raise BioELError(Errors.E008.format(path=path))
-        for i, reference in enumerate(DocBin().from_disk(path).get_docs(nlp.vocab)):
+        files = sorted(Path(path).rglob("*.spacy")) if Path(path).is_dir() else [Path(path)]
+        if not files:
+            raise BioELError(Errors.E008.format(path=Path(path) / "*.spacy"))
+        references = (doc for file in files for doc in DocBin().from_disk(file).get_docs(nlp.vocab))
+        for i, reference in enumerate(references):
             if limit and i >= limit:
                 break
             predicted = gold_spans_doc(nlp, reference)

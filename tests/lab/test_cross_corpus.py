@@ -95,3 +95,25 @@ def test_retune_tunes_each_trained_linker_on_the_other_corpus_dev_and_puts_it_ba
     undo = retuned(nlp, read_docs([tmp_path / "data.spacy"]))
     undo()
     assert (linker.ranker.get_params(), linker.nil.get_params()) == before
+
+
+def test_retune_puts_back_the_shortcuts_deference(tiny_bert_dir, tmp_path, monkeypatch):
+    """`tune` may switch the shortcut's deference off on another corpus' dev; the
+    rows after a retuned one see the linker as it was."""
+    import spacy
+
+    import spacy_bioel.pipeline.tuning as tuning
+    from bench.cross_corpus import retuned
+    from spacy_bioel.index.candidates import ExactShortcut
+    from spacy_bioel.pipeline.loading import find_linker
+
+    saved = save_linker_pipeline(tmp_path / "p", tiny_bert_dir, [("X1", "asthma")])
+    monkeypatch.setattr(tuning, "tune_linker",
+                        lambda linker, docs: linker.shortcut.set_params(defer_to_training=False))
+    nlp = spacy.load(saved)
+    linker = find_linker(nlp)
+    linker.set_stage("shortcut", ExactShortcut(defer_to_training=True))
+    undo = retuned(nlp, [])
+    assert linker.shortcut.defer_to_training is False
+    undo()
+    assert linker.shortcut.defer_to_training is True

@@ -157,3 +157,37 @@ def test_the_memory_is_saved_with_the_pipeline(tiny_bert_dir, tmp_path):
     loaded = find_linker(spacy.load(tmp_path / "p"))
     assert loaded.shortcut.get_params() == {"defer_to_training": True, "min_training_count": 1}
     assert loaded.shortcut.concept("heart failure", "Disease") == loaded.index.names.concept_ids.index("D5")
+
+
+@pytest.mark.parametrize("gold,defers", [("D5", False), ("D1", True)])
+def test_tune_decides_whether_to_defer_to_the_training_mentions(nlp, gold, defers):
+    """The deference is the training corpus' habit: on a dev set that links the
+    contradicted KB name as the KB does, `tune` switches it off; on one that
+    shares the habit it keeps it (and keeps the configured setting on a tie)."""
+    from spacy_bioel.pipeline.tuning import tune_linker
+
+    linker = nlp.get_pipe("bioel_linker")
+    linker.set_stage("shortcut", ExactShortcut(defer_to_training=True))
+    saved, ranker = linker.train_mentions, linker.ranker.get_params()
+    try:
+        linker.train_mentions = [("heart attack", "D1")]  # the training corpus' convention
+        linker.datastore_stale = True
+        linker.refresh()  # and its datastore
+        doc = nlp.make_doc("heart attack")
+        doc.ents = [Span(doc, 0, 2, label="Disease", kb_id=gold)]
+        # the datastore weighs most: deferring hands "heart attack" to its neighbour, D1
+        result = tune_linker(linker, [doc], {"k": [1], "lambda": [0.7], "beta1": [0.05], "beta2": [0.1]})
+        by_setting = {row["defer_to_training"]: row["acc@1"] for row in result["deference"]}
+        assert by_setting == {True: float(defers), False: float(not defers)}
+        assert linker.shortcut.defer_to_training is defers
+        assert result["stages"]["shortcut"]["defer_to_training"] is defers
+        assert run(nlp, "heart attack", [(0, 2)]).ents[0].kb_id_ == gold  # predict follows it
+        linker.train_mentions = [("colon cancer", "D1")]  # contradicts nothing: not tried
+        assert tune_linker(linker, [doc], {"k": [1], "lambda": [0.7], "beta1": [0.05],
+                                           "beta2": [0.1]})["deference"] == []
+    finally:
+        linker.train_mentions = saved
+        linker.datastore_stale = True
+        linker.refresh()
+        linker.ranker.set_params(**ranker)
+        linker.set_stage("shortcut", None)

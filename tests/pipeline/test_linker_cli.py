@@ -56,6 +56,14 @@ def test_init_tune_rebuild_evaluate(tiny_bert_dir, tmp_path):
                                  str(tmp_path / "data.spacy"), "--output", str(tmp_path / "pipe2")])
     assert result.exit_code == 0, result.output + repr(result.exception)
     assert len(spacy.load(tmp_path / "pipe2").get_pipe("bioel_linker").datastore) == 3
+    # --add grows the saved datastore (the final fit: dev after tune) and keeps what it held
+    result = runner.invoke(app, ["rebuild-datastore", str(tmp_path / "pipe2"),
+                                 str(tmp_path / "data.spacy"), "--add", "--output", str(tmp_path / "pipe3")])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert "of 3 mentions grown to 6" in result.output
+    grown = spacy.load(tmp_path / "pipe3").get_pipe("bioel_linker")
+    held = spacy.load(tmp_path / "pipe2").get_pipe("bioel_linker").train_mentions
+    assert len(grown.datastore) == 6 and grown.train_mentions == held + held
     result = runner.invoke(app, ["evaluate", str(tmp_path / "pipe"), str(tmp_path / "data.spacy"),
                                  "--kb", str(tmp_path / "kb.bioelkb"), "--set", "ranker.use_knn=false",
                                  "--label", "tiny", "--bootstrap", "10",

@@ -68,6 +68,20 @@ def test_the_end_counts_the_evaluations_at_the_length_of_the_last():
     assert "end in at most 5 min" in line
 
 
+def test_a_run_without_evaluations_left_says_so():
+    """`retrain` evaluates once, at step 0 (eval_frequency above max_steps): the line
+    names no evaluation that will not come and counts none in the time left."""
+    clock = Clock()
+    linker = SimpleNamespace(steps=TrainingState(epoch_start=0.0, eval_frequency=100000),
+                             epoch_size=1000, epoch_seconds=[])
+    progress = TrainingProgress(10, eval_frequency=100000, max_steps=400, max_epochs=0, clock=clock)
+    progress.eval_seconds = 600.0  # the evaluation at step 0 took 10 min
+    step, line = run_steps(progress, linker, clock, 25)[-1]
+    assert step == 20 and "no evaluation before the last step (400)" in line
+    assert "next evaluation" not in line
+    assert "end in 3 min" in line  # 380 steps of 0.5 s, no evaluation
+
+
 def test_durations_read_as_a_person_would():
     assert (duration(42.4), duration(600), duration(9000)) == ("42 s", "10 min", "2.5 h")
 

@@ -30,6 +30,25 @@ def test_gold_ents_reader(tmp_path):
     assert held_out_key(held.predicted) == held_out_key(held.predicted.copy()) is not None
 
 
+def test_gold_ents_reader_reads_a_directory_in_order(tmp_path):
+    """A directory (train and dev for a final fit) is read file by file, sorted;
+    one without .spacy files is refused by name."""
+    import pytest
+
+    from spacy_bioel.errors import BioELError
+
+    nlp = spacy.blank("en")
+    (tmp_path / "both" / "b").mkdir(parents=True)
+    DocBin(docs=[make(nlp, ["D2", "D2"])]).to_disk(tmp_path / "both" / "b" / "dev.spacy")
+    DocBin(docs=[make(nlp, ["D1", "D1"])] * 2).to_disk(tmp_path / "both" / "a.spacy")
+    read = list(create_gold_ents_corpus(tmp_path / "both")(nlp))
+    assert [eg.reference.ents[0].kb_id_ for eg in read] == ["D1", "D1", "D2"]
+    assert len(list(create_gold_ents_corpus(tmp_path / "both", limit=2)(nlp))) == 2
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BioELError, match="E008.*empty"):
+        list(create_gold_ents_corpus(tmp_path / "empty")(nlp))
+
+
 def test_scorer_acc_at_k_and_composites():
     nlp = spacy.blank("en")
     install_extensions({"kb_ents_attr": "kb_ents", "is_nil_attr": "is_nil", "nil_score_attr": "nil_score"})
