@@ -15,9 +15,9 @@ def retrain(
     ctx: typer.Context,
     config_path: Path = typer.Argument(..., help="The config the tuned run trained with, e.g. configs/linker_cpu.cfg"),
     tuned: Path = typer.Argument(..., help="The tuned pipeline (model-tuned): its settings are kept"),
-    output: Path = typer.Argument(..., help="Where to save the retrained pipeline, e.g. training/ncbi/linker/model-final"),
-    train: Path = typer.Option(..., "--train", help="The DocBin the tuned run trained on"),
-    dev: Path = typer.Option(..., "--dev", help="The DocBin it was tuned on: now trained on too"),
+    output: Path = typer.Argument(..., help="Where to save the retrained pipeline, e.g. training/ncbi/linker/model-retrained"),
+    train: Path = typer.Option(..., "--train", help="The DocBin (or a folder of them) the tuned run trained on"),
+    dev: Path = typer.Option(..., "--dev", help="The DocBin (or a folder of them) it was tuned on: now trained on too"),
     log: Optional[Path] = typer.Option(None, "--log", help="The tuned run's evaluation log (log.jsonl): "
                                        "its best step, scaled to train + dev, sets how long to train"),
     steps: Optional[int] = typer.Option(None, "--steps", min=1, help="Steps on train + dev, instead of --log"),

@@ -20,6 +20,7 @@ from typing import Any, Dict, Optional, Sequence
 from spacy.tokens import DocBin
 
 from ..errors import BioELError, Errors
+from ..training.readers import docbin_files
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +41,10 @@ def best_step(log: Path) -> int:
 
 
 def scaled_steps(step: int, train: Sequence[Path], data: Sequence[Path]) -> int:
-    """`step` on `train`'s documents, as many epochs on `data`'s (at least 1)."""
+    """`step` on `train`'s documents, as many epochs on `data`'s (at least 1).
+    Each path is a DocBin or a folder of them (E008 when there is none)."""
     def count(paths: Sequence[Path]) -> int:
-        return sum(len(DocBin().from_disk(p)) for p in paths)
+        return sum(len(DocBin().from_disk(f)) for p in paths for f in docbin_files(p))
     return max(1, round(step * count(data) / max(count(train), 1)))
 
 
@@ -68,24 +70,25 @@ def copy_tuning(source: Any, target: Any, names: Dict[str, str]) -> Dict[str, Di
 
 def retrain(config: Path, tuned: Path, output: Path, train: Sequence[Path], dev: Path,
             steps: int, overrides: Optional[Dict[str, Any]] = None, use_gpu: int = -1) -> Dict[str, Any]:
-    """Train `config` on `train` + `dev` for `steps` steps (spaCy's `train`,
-    evaluated once, at the start), give the last model `tuned`'s settings and
-    save it at `output`. RETURNS: the settings kept."""
+    """Train `config` on `train` + `dev` (DocBins or folders of them) for `steps`
+    steps (spaCy's `train`, evaluated once, at the start), give the last model
+    `tuned`'s settings and save it at `output`. RETURNS: the settings kept."""
     import spacy
     from spacy.cli.train import train as spacy_train
 
     from .loading import find_linker, load_pipeline
 
+    source = find_linker(load_pipeline(tuned), None)  # before training: a wrong path costs no run
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "data"  # the reader reads a folder's DocBins in order
         data.mkdir()
-        for i, path in enumerate([*train, dev]):
-            shutil.copyfile(path, data / f"{i:03d}-{Path(path).name}")
+        for i, path in enumerate(f for p in [*train, dev] for f in docbin_files(p)):
+            shutil.copyfile(path, data / f"{i:03d}-{path.name}")
         spacy_train(config, Path(folder) / "training", use_gpu=use_gpu, overrides={
             **(overrides or {}), "paths.train": str(data), "paths.dev": str(dev),
             "training.max_steps": steps, "training.max_epochs": 0, "training.eval_frequency": steps + 1})
         nlp = spacy.load(Path(folder) / "training" / "model-last")
-    copied = copy_tuning(find_linker(load_pipeline(tuned), None), find_linker(nlp, None),
+    copied = copy_tuning(source, find_linker(nlp, None),
                          {"source": str(tuned), "target": f"{config} trained on train + dev"})
     logger.info("Settings of %s kept: %s", tuned, copied)
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ the reference's tokens and entity spans (labels kept, kb ids removed), so
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, List, Optional
 
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin, Span
@@ -27,6 +27,18 @@ def gold_spans_doc(nlp: Language, reference: Doc) -> Doc:
     return doc
 
 
+def docbin_files(path: Optional[Path]) -> List[Path]:
+    """The DocBins at `path`: the file, or a directory's .spacy files (searched
+    recursively, in sorted order, as spaCy's own corpus reader does). E008 when
+    there is none."""
+    if path is None or not Path(path).exists():
+        raise BioELError(Errors.E008.format(path=path))
+    files = sorted(Path(path).rglob("*.spacy")) if Path(path).is_dir() else [Path(path)]
+    if not files:
+        raise BioELError(Errors.E008.format(path=Path(path) / "*.spacy"))
+    return files
+
+
 @registry.readers("spacy-bioel.GoldEntsCorpus.v1")
 def create_gold_ents_corpus(path: Optional[Path], limit: int = 0, held_out_knn: bool = False
                             ) -> Callable[[Language], Iterable[Example]]:
@@ -43,11 +55,7 @@ def create_gold_ents_corpus(path: Optional[Path], limit: int = 0, held_out_knn: 
         would link unseen text (the reranker's training candidates).
     """
     def read(nlp: Language) -> Iterator[Example]:
-        if path is None or not Path(path).exists():
-            raise BioELError(Errors.E008.format(path=path))
-        files = sorted(Path(path).rglob("*.spacy")) if Path(path).is_dir() else [Path(path)]
-        if not files:
-            raise BioELError(Errors.E008.format(path=Path(path) / "*.spacy"))
+        files = docbin_files(path)
         references = (doc for file in files for doc in DocBin().from_disk(file).get_docs(nlp.vocab))
         for i, reference in enumerate(references):
             if limit and i >= limit:
@@ -59,4 +67,4 @@ def create_gold_ents_corpus(path: Optional[Path], limit: int = 0, held_out_knn: 
     return read
 
 
-__all__ = ["create_gold_ents_corpus", "gold_spans_doc"]
+__all__ = ["create_gold_ents_corpus", "docbin_files", "gold_spans_doc"]

@@ -38,6 +38,34 @@ def test_steps_scale_with_the_documents(tmp_path):
     assert scaled_steps(0, [train], [train, dev]) == 1
 
 
+def test_steps_count_a_folder_of_docbins_and_an_empty_folder_is_refused(tmp_path):
+    nlp = spacy.blank("en")
+    (tmp_path / "traindev").mkdir()
+    DocBin(docs=[nlp.make_doc("a"), nlp.make_doc("b")]).to_disk(tmp_path / "traindev" / "train.spacy")
+    DocBin(docs=[nlp.make_doc("c"), nlp.make_doc("d")]).to_disk(tmp_path / "traindev" / "dev.spacy")
+    assert scaled_steps(10, [tmp_path / "traindev" / "train.spacy"], [tmp_path / "traindev"]) == 20
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BioELError, match="E008"):
+        scaled_steps(10, [tmp_path / "traindev"], [tmp_path / "empty"])
+
+
+def test_a_wrong_tuned_pipeline_fails_before_any_training(tmp_path, monkeypatch):
+    import spacy.cli.train
+
+    from spacy_bioel.pipeline.retrain import retrain
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(spacy.cli.train, "train", no_training)
+    DocBin(docs=[spacy.blank("en").make_doc("a")]).to_disk(tmp_path / "train.spacy")
+    (tmp_path / "tuned").mkdir()  # no pipeline in it
+    with pytest.raises((OSError, BioELError)):
+        retrain(REPO / "configs" / "linker_cpu.cfg", tmp_path / "tuned", tmp_path / "out",
+                [tmp_path / "train.spacy"], tmp_path / "train.spacy", steps=1)
+    assert not (tmp_path / "out").exists()
+
+
 def test_copy_tuning_sets_the_tuned_stages_and_refuses_another_stage(tiny_bert_dir, tmp_path):
     from spacy_bioel.index.candidates import ExactShortcut
     from spacy_bioel.pipeline.loading import find_linker
