@@ -98,11 +98,12 @@ class TrainingProgress:
             rate = 1 / step_time
             parts.append(f"{rate:.2g} steps/s" if rate >= 0.1 else f"{step_time:.0f} s/step")
             next_eval = self.eval_frequency - (step % self.eval_frequency)
-            if 0 < self.max_steps < step + next_eval:  # e.g. `retrain`: one evaluation, at the start
-                parts.append(f"no evaluation before the last step ({self.max_steps:,})")
+            remaining = self._steps_left(step, fraction, done, epoch_mentions, now, state, step_time)
+            if remaining is not None and next_eval > remaining:  # e.g. `retrain`: evaluated at the start only
+                exact = self.max_steps > 0 and remaining == self.max_steps - step
+                parts.append(f"no evaluation before the end ({'' if exact else 'about '}step {step + remaining:,})")
             else:
                 parts.append(f"next evaluation (step {step + next_eval}) in {duration(next_eval * step_time)}")
-            remaining = self._steps_left(step, fraction, done, epoch_mentions, now, state, step_time)
             if remaining is not None:  # the evaluations at the multiples of eval_frequency still to come
                 evaluations = (step + remaining) // self.eval_frequency - step // self.eval_frequency
                 seconds = remaining * step_time + evaluations * evaluation

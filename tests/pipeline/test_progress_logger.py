@@ -77,9 +77,17 @@ def test_a_run_without_evaluations_left_says_so():
     progress = TrainingProgress(10, eval_frequency=100000, max_steps=400, max_epochs=0, clock=clock)
     progress.eval_seconds = 600.0  # the evaluation at step 0 took 10 min
     step, line = run_steps(progress, linker, clock, 25)[-1]
-    assert step == 20 and "no evaluation before the last step (400)" in line
+    assert step == 20 and "no evaluation before the end (step 400)" in line
     assert "next evaluation" not in line
     assert "end in 3 min" in line  # 380 steps of 0.5 s, no evaluation
+    # the end set by max_epochs (2 epochs of 100 steps) before the next evaluation (step 300)
+    linker = SimpleNamespace(steps=TrainingState(epoch_start=0.0, eval_frequency=300),
+                             epoch_size=1000, epoch_seconds=[])
+    clock = Clock()
+    progress = TrainingProgress(10, eval_frequency=300, max_steps=0, max_epochs=2, clock=clock)
+    step, line = run_steps(progress, linker, clock, 25)[-1]
+    assert "no evaluation before the end (about step 200)" in line  # 180 steps of 0.5 s:
+    assert "end in 2 min" in line
 
 
 def test_durations_read_as_a_person_would():

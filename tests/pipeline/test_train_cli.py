@@ -18,7 +18,8 @@ def test_spacy_train_linker_config(tiny_bert_dir, tmp_path, config):
     result = spacy_train_toy(REPO / "configs" / config, tmp_path, tiny_bert_dir, *progress)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     if progress:  # the progress line between evaluations (spacy-bioel.ProgressLogger.v1)
-        assert "bioel_linker: step " in result.stdout and "next evaluation (step" in result.stdout
+        assert "bioel_linker: step " in result.stdout
+        assert "next evaluation (step" in result.stdout or "no evaluation before the end" in result.stdout
     trained = spacy.load(tmp_path / "out" / "model-last")
     linker = trained.get_pipe("bioel_linker")
     doc = trained.make_doc("colon cancers")  # no KB name: encoded, every concept ranked
