@@ -41,7 +41,7 @@ def ablate(nlp, part: str) -> Callable[[], None]:
         use_knn = linker.ranker.use_knn
         linker.ranker.set_params(use_knn=False)
         restore = lambda: linker.ranker.set_params(use_knn=use_knn)
-    elif part in ("defer", "memory"):  # a shortcut parameter; set_params learns the mentions again
+    elif part in ("defer", "memory"):  # a shortcut parameter
         shortcut = linker.shortcut
         param, off = ("defer_to_training", False) if part == "defer" else ("min_training_count", 0)
         if shortcut is None:

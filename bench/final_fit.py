@@ -29,7 +29,9 @@ KEYS = ("n", "acc@1", "acc@5", "kb_id_acc", "right_as_nil")
 
 
 def _linkable(doc) -> int:
-    return sum(1 for ent in doc.ents if ent.kb_id_ and ent.kb_id_ != "NIL")
+    from spacy_bioel.kb.ids import split_gold_ids
+
+    return sum(1 for ent in doc.ents if split_gold_ids(ent.kb_id_))
 
 
 def part_of(train: Sequence, share: float, seed: int) -> Tuple[List, int]:

@@ -38,7 +38,8 @@ def retrain(
     if steps is None:
         if log is None:
             raise BioELError(Errors.E243.format(path=tuned, problem="neither --log nor --steps was given"))
-        steps = scaled_steps(best_step(log), [train], [train, dev])
-        typer.echo(f"{log}: best evaluation at step {best_step(log)}; {steps} steps on train + dev")
+        best = best_step(log)
+        steps = scaled_steps(best, [train], [train, dev])
+        typer.echo(f"{log}: best evaluation at step {best}; {steps} steps on train + dev")
     run(config_path, tuned, output, [train], dev, steps, parse_config_overrides(ctx.args), gpu_id)
     typer.echo(f"Saved {output}: trained on {train} + {dev} for {steps} steps, with the settings of {tuned}")

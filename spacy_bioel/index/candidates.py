@@ -138,7 +138,7 @@ class ExactShortcut:
         self.exact = ExactCandidates()
         self.defer_to_training = defer_to_training
         self.min_training_count = as_int("shortcut.min_training_count", min_training_count, 0)
-        self.contradicted: set = set()  # normalised names the training mentions link elsewhere
+        self.contradicted: set = set()  # normalised names the training mentions link elsewhere (deferred or not)
         self.remembered: Dict[str, int] = {}  # normalised training text -> its one concept
         self._concept_ids: Sequence[str] = []
         self._concept_index: Optional[Dict[str, int]] = None  # concept id -> index, built once a KB
@@ -157,12 +157,11 @@ class ExactShortcut:
         texts they always link to one concept."""
         self._mentions = mentions
         contradicted = set()
-        if self.defer_to_training:
-            for text, concept_id in mentions:
-                key = normalize_text(text)
-                concepts = self.exact.lookup.get(key)
-                if concepts and len(concepts) == 1 and self._concept_ids[concepts[0]] != concept_id:
-                    contradicted.add(key)
+        for text, concept_id in mentions:
+            key = normalize_text(text)
+            concepts = self.exact.lookup.get(key)
+            if concepts and len(concepts) == 1 and self._concept_ids[concepts[0]] != concept_id:
+                contradicted.add(key)
         self.contradicted = contradicted
         self.remembered = self._remember(mentions)
 
@@ -186,7 +185,7 @@ class ExactShortcut:
         concept = self.remembered.get(key)
         if concept is None:
             concepts = self.exact.lookup.get(key)
-            if not concepts or len(concepts) != 1 or key in self.contradicted:
+            if not concepts or len(concepts) != 1 or (self.defer_to_training and key in self.contradicted):
                 return None
             concept = concepts[0]
         mask = type_filter.masks([label])[0] if type_filter is not None else None
@@ -200,10 +199,9 @@ class ExactShortcut:
                    min_training_count: Optional[int] = None) -> None:
         if defer_to_training is not None:
             self.defer_to_training = as_bool("shortcut.defer_to_training", defer_to_training)
-        if min_training_count is not None:
+        if min_training_count is not None:  # the deference is read at lookup: no learning again
             self.min_training_count = as_int("shortcut.min_training_count", min_training_count, 0)
-        if self._mentions:
-            self.learn(self._mentions)
+            self.remembered = self._remember(self._mentions)
 
 
 class HybridCandidates:

@@ -43,8 +43,8 @@ def best_step(log: Path) -> int:
 def scaled_steps(step: int, train: Sequence[Path], data: Sequence[Path]) -> int:
     """`step` on `train`'s documents, as many epochs on `data`'s (at least 1).
     Each path is a DocBin or a folder of them (E008 when there is none)."""
-    def count(paths: Sequence[Path]) -> int:
-        return sum(len(DocBin().from_disk(f)) for p in paths for f in docbin_files(p))
+    sizes = {path: sum(len(DocBin().from_disk(f)) for f in docbin_files(path)) for path in {*train, *data}}
+    count = lambda paths: sum(sizes[path] for path in paths)  # noqa: E731  (each path read once)
     return max(1, round(step * count(data) / max(count(train), 1)))
 
 

@@ -73,12 +73,7 @@ def _deference(linker: BioELLinker) -> Optional[bool]:
     shortcut = linker.shortcut
     if shortcut is None or "defer_to_training" not in getattr(shortcut, "get_params", dict)():
         return None
-    configured = shortcut.get_params()["defer_to_training"]
-    if not configured:
-        shortcut.set_params(defer_to_training=True)
-    moot = not shortcut.contradicted
-    shortcut.set_params(defer_to_training=configured)
-    return None if moot else configured
+    return shortcut.get_params()["defer_to_training"] if shortcut.contradicted else None
 
 
 def _set_deference(linker: BioELLinker, defer: bool) -> None:
