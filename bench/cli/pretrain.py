@@ -8,7 +8,7 @@ from typing import List, Optional, Set, Tuple
 
 import typer
 
-from ._app import app, read_docs, setup_logging, write_json
+from ._app import app, read_docs, setup_logging, split_csv, write_json, write_report
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +94,10 @@ def pretrain_encoder(
     restart: bool = typer.Option(False, "--restart", help="Discard a checkpoint of another run"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Report the pairs and what the leakage "
                                                           "rules drop; train nothing"),
+    length_chunks: int = typer.Option(0, "--length-chunks",
+                                      help="Encode a step's names in this many sub-batches "
+                                           "sorted by length (less padding; 0: 4 on a CPU, "
+                                           "1 on a GPU)"),
     threads: int = typer.Option(0, "--threads", help="CPU threads (0: PyTorch's default)"),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="CUDA device (-1: CPU)"),
     verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks"),
@@ -119,6 +123,7 @@ def pretrain_encoder(
         max_steps=as_int("--max-steps", max_steps, 0) or None,
         freeze_layers=as_int("--freeze-layers", freeze_layers, 0),
         checkpoint_every=as_int("--checkpoint-every", checkpoint_every, 1),
+        length_chunks=as_int("--length-chunks", length_chunks, 0) or None,
         threads=as_int("--threads", threads, 0),
         device="cpu" if gpu_id < 0 else f"cuda:{gpu_id}")
     if max_names is not None:
@@ -181,3 +186,70 @@ def pretrain_table(
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(summary["markdown"], encoding="utf-8")
     typer.echo(summary["markdown"])
+
+
+@app.command("pretrain-speed")
+def pretrain_speed(
+    kb_paths: List[Path] = typer.Argument(..., help="Knowledge bases (.bioelkb) whose synonym "
+                                                     "pairs are trained on"),
+    chunks: str = typer.Option("1,4", "--chunks", help="Comma-separated --length-chunks "
+                                                       "settings to compare (the first is the "
+                                                       "baseline)"),
+    steps: int = typer.Option(20, "--steps", help="Steps per run (the same batches in each)"),
+    repeats: int = typer.Option(2, "--repeats", help="Runs per setting, interleaved"),
+    base_model: str = typer.Option("embedded:all-MiniLM-L6-v2", "--base-model"),
+    batch_size: int = typer.Option(64, "--batch-size", help="Synonym pairs per step"),
+    max_pairs: int = typer.Option(50, "--max-pairs-per-concept"),
+    seed: int = typer.Option(0, "--seed", help="The pairs' sample and the batch order"),
+    threads: int = typer.Option(0, "--threads", help="CPU threads (0: PyTorch's default)"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help="CUDA device (-1: CPU)"),
+    output: Path = typer.Option(Path("metrics/pretrain/speed.json"), "--output",
+                                help="JSON report (a markdown table beside it)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks"),
+) -> None:
+    """Pre-training steps per second with each --length-chunks setting: the same
+    pairs, batches and start weights in every run, settings interleaved, model
+    loading not timed. Writes the median seconds a step and the speed-up over
+    the first setting."""
+    import statistics
+    import tempfile
+
+    from spacy_bioel.kb.knowledge_base import KnowledgeBase
+    from spacy_bioel.pretraining.synonyms import collect_synonym_sets, make_pairs
+    from spacy_bioel.pretraining.trainer import PretrainSettings, pretrain
+    from spacy_bioel.validation import as_int
+
+    setup_logging(verbose)
+    settings_list = [as_int("--chunks", value, 1) for value in split_csv(chunks)]
+    steps, repeats = as_int("--steps", steps, 2), as_int("--repeats", repeats, 1)
+    sets = collect_synonym_sets([KnowledgeBase.from_disk(path) for path in kb_paths])
+    pairs = make_pairs(sets, max_pairs_per_concept=as_int("--max-pairs-per-concept", max_pairs, 1),
+                       seed=seed)
+    seconds: dict = {value: [] for value in settings_list}
+    with tempfile.TemporaryDirectory(prefix="bioel-pretrain-speed-") as tmp:
+        for repeat in range(repeats):
+            for value in settings_list:
+                settings = PretrainSettings(
+                    base_model=base_model, batch_size=as_int("--batch-size", batch_size, 2),
+                    seed=seed, max_steps=steps, length_chunks=value, checkpoint_every=10 ** 9,
+                    threads=as_int("--threads", threads, 0),
+                    device="cpu" if gpu_id < 0 else f"cuda:{gpu_id}")
+                record = pretrain(pairs, Path(tmp) / f"c{value}_r{repeat}", settings,
+                                  progress=False)
+                seconds[value].append(record["this_run_s"] / record["steps"])
+                typer.echo(f"length_chunks {value}, run {repeat + 1}: "
+                           f"{seconds[value][-1]:.3f} s a step")
+    baseline = statistics.median(seconds[settings_list[0]])
+    rows = [{"length_chunks": value, "seconds_per_step": seconds[value],
+             "median_seconds_per_step": statistics.median(seconds[value]),
+             "names_per_s": 2 * batch_size / statistics.median(seconds[value]),
+             "speedup": baseline / statistics.median(seconds[value])} for value in settings_list]
+    lines = [f"Pre-training speed: {len(pairs)} pairs from {len(kb_paths)} KB(s), {steps} steps "
+             f"of {batch_size} pairs, {repeats} run(s) a setting, threads {threads or 'default'}",
+             "", "| length_chunks | s a step (median) | names/s | speed-up |", "|---:|---:|---:|---:|"]
+    lines += [f"| {row['length_chunks']} | {row['median_seconds_per_step']:.3f} | "
+              f"{row['names_per_s']:.0f} | {row['speedup']:.2f}x |" for row in rows]
+    write_report(output, {"pairs": len(pairs), "steps": steps, "batch_size": batch_size,
+                          "repeats": repeats, "threads": threads, "base_model": base_model,
+                          "kbs": [str(p) for p in kb_paths], "rows": rows},
+                 "\n".join(lines) + "\n")

@@ -107,6 +107,33 @@ class BiEncoder(nn.Module):
         pooled = pool(hidden, attention_mask, self.pooling, input_ids, self.mask_id)
         return self._normalise(pooled)
 
+    def encode_by_length(self, tower: str, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                         chunks: int) -> torch.Tensor:
+        """The embeddings of `encode(tower, input_ids, attention_mask)`, rows in
+        the same order, computed over `chunks` sub-batches of rows sorted by
+        length, each cut to its longest row: the padding a batch of short and
+        long names carries is not computed (with the attention mask, a row's
+        embedding does not depend on its padding).
+
+        chunks (int): Sub-batches (1: the batch as it is).
+        RETURNS (torch.Tensor): (batch, hidden).
+        """
+        n_rows = input_ids.shape[0]
+        if chunks <= 1 or n_rows < 2:
+            return self.encode(tower, input_ids, attention_mask)
+        lengths = attention_mask.sum(dim=1)
+        order = torch.argsort(lengths, stable=True)
+        parts = []
+        for rows in torch.tensor_split(order, min(chunks, n_rows)):
+            width = max(int(lengths[rows].max()), 1)
+            if bool(attention_mask[rows, width:].any()):  # padded on the left: keep every column
+                width = attention_mask.shape[1]
+            parts.append(self.encode(tower, input_ids[rows, :width], attention_mask[rows, :width]))
+        sorted_rows = torch.cat(parts)
+        out = torch.empty_like(sorted_rows)
+        out[order] = sorted_rows
+        return out
+
     def mask_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """(n masks, hidden): the mention tower's output at every [MASK] token of
         the batch, row by row, left to right (GraphPrompt eqs. 7 and T2)."""

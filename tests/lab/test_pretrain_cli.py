@@ -88,3 +88,26 @@ def test_nil_split_lists_its_held_out_concepts_for_pretraining(tmp_path):
     reduced = KnowledgeBase.from_disk(tmp_path / "nil" / "kb.bioelkb")
     assert len(listed) == 2 and listed == reduced.meta["heldout_concepts"]
     assert not set(listed) & set(reduced.concept_ids)
+
+
+def test_pretrain_speed_times_each_length_chunks_setting(tiny_bert_dir, tmp_path):
+    write_inputs(tmp_path)
+    output = tmp_path / "speed.json"
+    result = runner.invoke(app, [
+        "pretrain-speed", str(tmp_path / "kb.bioelkb"), "--base-model", str(tiny_bert_dir),
+        "--chunks", "1,2", "--steps", "2", "--repeats", "2", "--batch-size", "4",
+        "--threads", "1", "--output", str(output)])
+    assert result.exit_code == 0, (result.output, result.exception)
+    report = json.loads(output.read_text())
+    assert [row["length_chunks"] for row in report["rows"]] == [1, 2]
+    assert all(len(row["seconds_per_step"]) == 2 and row["median_seconds_per_step"] > 0
+               for row in report["rows"])
+    assert report["rows"][0]["speedup"] == 1.0
+    assert "| 2 |" in output.with_suffix(".md").read_text()
+
+
+def test_pretrain_speed_refuses_a_zero_chunk_setting(tiny_bert_dir, tmp_path):
+    write_inputs(tmp_path)
+    result = runner.invoke(app, ["pretrain-speed", str(tmp_path / "kb.bioelkb"), "--base-model",
+                                 str(tiny_bert_dir), "--chunks", "1,0"])
+    assert result.exit_code != 0 and "--chunks" in str(result.exception) + result.output
