@@ -3,7 +3,7 @@ CLI's, so both print errors and progress the same way."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import typer
 
@@ -44,6 +44,30 @@ def write_report(output: Path, result: Any, table: str) -> None:
     write_json(output, result)
     output.with_suffix(".md").write_text(table, encoding="utf-8")
     typer.echo(table)
+
+
+def step_speed_rows(seconds: Dict[int, List[float]], setting: str, title: str,
+                    names_per_step: Optional[int] = None) -> Tuple[List[dict], str]:
+    """Rows {setting, seconds_per_step, median_seconds_per_step, speedup (over
+    the first setting)[, names_per_s]} of timed runs, and their markdown table."""
+    import statistics
+
+    baseline = statistics.median(next(iter(seconds.values())))
+    rows = []
+    for value, runs in seconds.items():
+        median = statistics.median(runs)
+        row = {setting: value, "seconds_per_step": runs, "median_seconds_per_step": median,
+               "speedup": baseline / median}
+        if names_per_step:
+            row["names_per_s"] = names_per_step / median
+        rows.append(row)
+    names = " names/s |" if names_per_step else ""
+    lines = [title, "", f"| {setting} | s a step (median) |{names} speed-up |",
+             "|---:|---:|" + ("---:|" if names_per_step else "") + "---:|"]
+    lines += [f"| {row[setting]} | {row['median_seconds_per_step']:.3f} | "
+              + (f"{row['names_per_s']:.0f} | " if names_per_step else "")
+              + f"{row['speedup']:.2f}x |" for row in rows]
+    return rows, "\n".join(lines) + "\n"
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -11,7 +11,8 @@ from typing import List, Optional
 
 import typer
 
-from ._app import app, load_pipeline, read_docs, setup_logging, split_csv, write_json, write_report
+from ._app import (app, load_pipeline, read_docs, setup_logging, split_csv, step_speed_rows,
+                   write_json, write_report)
 
 
 @app.command("benchmark")
@@ -271,3 +272,66 @@ def tower_probe(
     result = probe(data, reference, {k: Path(v) for k, v in labelled(pipelines, "PIPELINE", "--pipeline").items()},
                    repeats=repeats)
     write_report(output, result, markdown(result))
+
+
+@app.command("train-step-speed", context_settings={"allow_extra_args": True,
+                                                     "ignore_unknown_options": True})
+def train_step_speed(
+    ctx: typer.Context,
+    config_path: Path = typer.Argument(..., help="A training config (configs/linker_cpu.cfg); "
+                                                 "spaCy-style overrides after it, e.g. "
+                                                 "--paths.train T.spacy"),
+    chunks: str = typer.Option("1,4", "--chunks", help="Comma-separated model.cpu_length_chunks "
+                                                       "settings to compare (the first is the "
+                                                       "baseline)"),
+    steps: int = typer.Option(30, "--steps", help="Training steps a run"),
+    repeats: int = typer.Option(3, "--repeats", help="Runs a setting, interleaved"),
+    component: str = typer.Option("bioel_linker", "--component"),
+    output: Path = typer.Option(Path("metrics/train_speed.json"), "--output",
+                                help="JSON report (a markdown table beside it)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks"),
+) -> None:
+    """Seconds a training step of the bi-encoder with each cpu_length_chunks
+    setting, in one process: the pipeline is initialised once (the name index
+    encoded once), then the settings take turns on the config's first training
+    batches, each run `steps` updates. Steps change the weights, so later runs
+    start from a further-trained model: the runs are interleaved so that every
+    setting meets the same drift."""
+    from itertools import islice
+
+    from spacy.cli._util import parse_config_overrides
+    from spacy.schemas import ConfigSchemaTraining
+    from spacy.training.initialize import init_nlp
+    from spacy.util import load_config, registry, resolve_dot_names
+
+    from spacy_bioel.encoders.thinc_biencoder import torch_module
+    from spacy_bioel.validation import as_int
+
+    setup_logging(verbose)
+    settings = [as_int("--chunks", value, 1) for value in split_csv(chunks)]
+    steps, repeats = as_int("--steps", steps, 1), as_int("--repeats", repeats, 1)
+    config = load_config(config_path, overrides=parse_config_overrides(ctx.args),
+                         interpolate=False)
+    nlp = init_nlp(config)
+    training = registry.resolve(nlp.config.interpolate()["training"], schema=ConfigSchemaTraining)
+    (train_corpus,) = resolve_dot_names(nlp.config.interpolate(), [training["train_corpus"]])
+    batches = list(islice(training["batcher"](train_corpus(nlp)), steps))
+    module = torch_module(nlp.get_pipe(component).model)
+    optimizer = training["optimizer"]
+    seconds: dict = {value: [] for value in settings}
+    for repeat in range(repeats):
+        for value in settings:
+            module.cpu_length_chunks = value
+            started = time.perf_counter()
+            for batch in batches:
+                nlp.update(batch, drop=training["dropout"], sgd=optimizer, losses={})
+            seconds[value].append((time.perf_counter() - started) / len(batches))
+            typer.echo(f"cpu_length_chunks {value}, run {repeat + 1}: "
+                       f"{seconds[value][-1]:.3f} s a step")
+    rows, table = step_speed_rows(
+        seconds, "cpu_length_chunks",
+        f"Training step speed: {config_path}, {len(batches)} batches "
+        f"({sum(len(b) for b in batches)} docs), {repeats} run(s) a setting, interleaved")
+    write_report(output, {"config": str(config_path), "overrides": ctx.args,
+                          "batches": len(batches), "repeats": repeats, "rows": rows},
+                 table)

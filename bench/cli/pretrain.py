@@ -8,7 +8,7 @@ from typing import List, Optional, Set, Tuple
 
 import typer
 
-from ._app import app, read_docs, setup_logging, split_csv, write_json, write_report
+from ._app import app, read_docs, setup_logging, split_csv, step_speed_rows, write_json, write_report
 
 logger = logging.getLogger(__name__)
 
@@ -211,7 +211,6 @@ def pretrain_speed(
     pairs, batches and start weights in every run, settings interleaved, model
     loading not timed. Writes the median seconds a step and the speed-up over
     the first setting."""
-    import statistics
     import tempfile
 
     from spacy_bioel.kb.knowledge_base import KnowledgeBase
@@ -239,17 +238,12 @@ def pretrain_speed(
                 seconds[value].append(record["this_run_s"] / record["steps"])
                 typer.echo(f"length_chunks {value}, run {repeat + 1}: "
                            f"{seconds[value][-1]:.3f} s a step")
-    baseline = statistics.median(seconds[settings_list[0]])
-    rows = [{"length_chunks": value, "seconds_per_step": seconds[value],
-             "median_seconds_per_step": statistics.median(seconds[value]),
-             "names_per_s": 2 * batch_size / statistics.median(seconds[value]),
-             "speedup": baseline / statistics.median(seconds[value])} for value in settings_list]
-    lines = [f"Pre-training speed: {len(pairs)} pairs from {len(kb_paths)} KB(s), {steps} steps "
-             f"of {batch_size} pairs, {repeats} run(s) a setting, threads {threads or 'default'}",
-             "", "| length_chunks | s a step (median) | names/s | speed-up |", "|---:|---:|---:|---:|"]
-    lines += [f"| {row['length_chunks']} | {row['median_seconds_per_step']:.3f} | "
-              f"{row['names_per_s']:.0f} | {row['speedup']:.2f}x |" for row in rows]
+    rows, table = step_speed_rows(
+        seconds, "length_chunks",
+        f"Pre-training speed: {len(pairs)} pairs from {len(kb_paths)} KB(s), {steps} steps of "
+        f"{batch_size} pairs, {repeats} run(s) a setting, threads {threads or 'default'}",
+        names_per_step=2 * batch_size)
     write_report(output, {"pairs": len(pairs), "steps": steps, "batch_size": batch_size,
                           "repeats": repeats, "threads": threads, "base_model": base_model,
                           "kbs": [str(p) for p in kb_paths], "rows": rows},
-                 "\n".join(lines) + "\n")
+                 table)

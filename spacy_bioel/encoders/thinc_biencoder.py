@@ -38,7 +38,8 @@ def build_biencoder(encoder: str = DEFAULT_ENCODER, pooling: str = "mean",
                     similarity: str = "cosine", shared_towers: bool = True,
                     train_concept_tower: bool = True, max_length: int = 25,
                     mixed_precision: bool = False, frozen_layers: int = 0,
-                    prompt: Optional[str] = None) -> Model[EncoderInput, Floats2d]:
+                    prompt: Optional[str] = None,
+                    cpu_length_chunks: int = 4) -> Model[EncoderInput, Floats2d]:
     """A bi-encoder over a Hugging Face transformer.
 
     encoder (str): A local model directory, a hub name (needs internet), or
@@ -57,18 +58,24 @@ def build_biencoder(encoder: str = DEFAULT_ENCODER, pooling: str = "mean",
         in before encoding, with {mask} (the tokenizer's mask token) and {text},
         e.g. "{mask} is identical with {text}" (GraphPrompt's T0, with pooling
         'mask'); None encodes the text alone.
+    cpu_length_chunks (int): On a CPU, a batch of texts is encoded as this many
+        sub-batches sorted by length, each padded only to its longest text: the
+        same embeddings with less padding computed (NCBI's training batches are
+        65% padding); 1 encodes a batch as one padded tensor. Not used on CUDA.
     """
     if prompt is not None and (prompt.count("{text}") != 1 or prompt.count("{mask}") != 1):
         raise BioELError(Errors.E191.format(template=prompt))
     max_length = as_int("model.max_length", max_length, MIN_TOKENS, MAX_TOKENS)
     frozen_layers = as_int("model.frozen_layers", frozen_layers, 0)
+    cpu_length_chunks = as_int("model.cpu_length_chunks", cpu_length_chunks, 1)
     return Model("bioel_biencoder", forward, init=init, layers=[],
                  dims={"nO": None},
                  attrs={"encoder": encoder, "pooling": pooling, "similarity": similarity,
                         "shared_towers": shared_towers,
                         "train_concept_tower": train_concept_tower,
                         "max_length": max_length, "mixed_precision": mixed_precision,
-                        "frozen_layers": frozen_layers, "prompt": prompt, "tokenizer": None})
+                        "frozen_layers": frozen_layers, "prompt": prompt, "tokenizer": None,
+                        "cpu_length_chunks": cpu_length_chunks})
 
 
 def init(model: Model, X: Optional[EncoderInput] = None, Y: Optional[Any] = None) -> None:
@@ -131,7 +138,8 @@ def attach_module(model: Model, tokenizer, transformer) -> None:
     check_max_length(model.attrs["max_length"], transformer, model.attrs["encoder"])
     module = BiEncoder(transformer, concept, pooling=model.attrs["pooling"],
                        similarity=model.attrs["similarity"],
-                       mask_id=getattr(tokenizer, "mask_token_id", None))
+                       mask_id=getattr(tokenizer, "mask_token_id", None),
+                       cpu_length_chunks=model.attrs.get("cpu_length_chunks", 4))
     if (model.attrs["pooling"] == "mask" or model.attrs.get("prompt")) and module.mask_id is None:
         raise BioELError(Errors.E190.format(problem=f"the tokenizer of "
                                             f"{model.attrs['encoder']} has no mask token"))

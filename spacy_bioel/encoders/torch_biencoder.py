@@ -38,6 +38,10 @@ class BiEncoder(nn.Module):
     similarity (str): 'cosine' (embeddings L2-normalised) or 'dot'.
     mask_id (Optional[int]): The tokenizer's [MASK] id ('mask' pooling and
         GraphPrompt templates).
+    cpu_length_chunks (int): `forward` encodes a batch of token ids on a CPU as
+        this many sub-batches sorted by length (`encode_by_length`: the same
+        embeddings, less padding computed); 1: one padded batch. CUDA batches
+        are encoded whole.
 
     Inputs (forward): input_ids, attention_mask: (batch, seq_len) int tensors;
         tower: 'mention' or 'concept'; inputs_embeds: (batch, seq_len, hidden)
@@ -51,7 +55,7 @@ class BiEncoder(nn.Module):
 
     def __init__(self, mention_encoder: nn.Module, concept_encoder: Optional[nn.Module] = None,
                  pooling: str = "mean", similarity: str = "cosine",
-                 mask_id: Optional[int] = None) -> None:
+                 mask_id: Optional[int] = None, cpu_length_chunks: int = 4) -> None:
         super().__init__()
         if pooling not in POOLINGS or similarity not in SIMILARITIES:
             from ..errors import BioELError, Errors
@@ -61,6 +65,7 @@ class BiEncoder(nn.Module):
         self.pooling = pooling
         self.similarity = similarity
         self.mask_id = mask_id
+        self.cpu_length_chunks = cpu_length_chunks
 
     @property
     def shared(self) -> bool:
@@ -94,9 +99,16 @@ class BiEncoder(nn.Module):
         """
         if segments is not None:
             return torch.cat([self.mask_states(ids, mask) if part == "prompt"
-                              else self.encode(part, ids, mask, embeds)
+                              else self._encode_batch(part, ids, mask, embeds)
                               for part, ids, mask, embeds in segments])
-        return self.encode(tower, input_ids, attention_mask, inputs_embeds)
+        return self._encode_batch(tower, input_ids, attention_mask, inputs_embeds)
+
+    def _encode_batch(self, tower: str, input_ids: Optional[torch.Tensor],
+                      attention_mask: torch.Tensor,
+                      inputs_embeds: Optional[torch.Tensor]) -> torch.Tensor:
+        if input_ids is None or inputs_embeds is not None or input_ids.device.type != "cpu":
+            return self.encode(tower, input_ids, attention_mask, inputs_embeds)
+        return self.encode_by_length(tower, input_ids, attention_mask, self.cpu_length_chunks)
 
     def encode(self, tower: str, input_ids: Optional[torch.Tensor], attention_mask: torch.Tensor,
                inputs_embeds: Optional[torch.Tensor] = None) -> torch.Tensor:

@@ -68,3 +68,26 @@ def test_left_padding_keeps_every_column(tiny_bert_dir):
         whole = model.encode("mention", ids, mask)
         by_length = model.encode_by_length("mention", ids, mask, 3)
     torch.testing.assert_close(by_length, whole, atol=1e-5, rtol=1e-4)
+
+
+def test_forward_encodes_a_cpu_batch_by_length_and_keeps_the_order(tiny_bert_dir, monkeypatch):
+    model, ids, mask = batch(tiny_bert_dir)
+    with torch.no_grad():
+        whole = model.encode("mention", ids, mask)
+    calls = []
+    by_length = model.encode_by_length
+
+    def spy(tower, input_ids, attention_mask, chunks):
+        calls.append(chunks)
+        return by_length(tower, input_ids, attention_mask, chunks)
+
+    monkeypatch.setattr(model, "encode_by_length", spy)
+    with torch.no_grad():
+        single = model(ids, mask, "mention")
+        both = model(None, segments=[("mention", ids, mask, None), ("concept", ids[:3], mask[:3], None)])
+    assert calls == [4, 4, 4]  # the default on a CPU, for a batch and for each segment
+    torch.testing.assert_close(single, whole, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(both[:len(NAMES)], whole, atol=1e-5, rtol=1e-4)
+    model.cpu_length_chunks = 1
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids, mask, "mention"), whole, atol=1e-5, rtol=1e-4)
