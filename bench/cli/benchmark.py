@@ -313,8 +313,9 @@ def train_step_speed(
     config = load_config(config_path, overrides=parse_config_overrides(ctx.args),
                          interpolate=False)
     nlp = init_nlp(config)
-    training = registry.resolve(nlp.config.interpolate()["training"], schema=ConfigSchemaTraining)
-    (train_corpus,) = resolve_dot_names(nlp.config.interpolate(), [training["train_corpus"]])
+    interpolated = nlp.config.interpolate()
+    training = registry.resolve(interpolated["training"], schema=ConfigSchemaTraining)
+    (train_corpus,) = resolve_dot_names(interpolated, [training["train_corpus"]])
     batches = list(islice(training["batcher"](train_corpus(nlp)), steps))
     module = torch_module(nlp.get_pipe(component).model)
     optimizer = training["optimizer"]

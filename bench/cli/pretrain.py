@@ -95,9 +95,9 @@ def pretrain_encoder(
     dry_run: bool = typer.Option(False, "--dry-run", help="Report the pairs and what the leakage "
                                                           "rules drop; train nothing"),
     length_chunks: int = typer.Option(0, "--length-chunks",
-                                      help="Encode a step's names in this many sub-batches "
-                                           "sorted by length (less padding; 0: 4 on a CPU, "
-                                           "1 on a GPU)"),
+                                      help="On a CPU, encode a step's names in this many "
+                                           "sub-batches sorted by length (less padding; 0: "
+                                           "4); a GPU encodes them whole"),
     threads: int = typer.Option(0, "--threads", help="CPU threads (0: PyTorch's default)"),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="CUDA device (-1: CPU)"),
     verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks"),

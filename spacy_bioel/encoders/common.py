@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import List, Sequence
 
 DEFAULT_ENCODER = "embedded:all-MiniLM-L6-v2"
+CPU_LENGTH_CHUNKS = 4  # sub-batches sorted by length that a CPU batch is encoded in
 MENTION_START, MENTION_END = "[M]", "[/M]"
 
 
@@ -34,5 +35,5 @@ def length_buckets(texts: Sequence[str], batch_size: int) -> List[List[int]]:
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-__all__ = ["DEFAULT_ENCODER", "MENTION_START", "MENTION_END", "resolve_model_path", "span_of_input",
+__all__ = ["DEFAULT_ENCODER", "CPU_LENGTH_CHUNKS", "MENTION_START", "MENTION_END", "resolve_model_path", "span_of_input",
            "length_buckets"]

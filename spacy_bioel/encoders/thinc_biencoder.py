@@ -27,7 +27,7 @@ from thinc.types import Floats2d
 from ..progress import progress_bar
 from ..errors import BioELError, Errors
 from ..validation import MAX_TOKENS, MIN_TOKENS, as_int
-from .common import DEFAULT_ENCODER, length_buckets
+from .common import CPU_LENGTH_CHUNKS, DEFAULT_ENCODER, length_buckets
 
 logger = logging.getLogger(__name__)
 EncoderInput = Tuple[List[str], str]
@@ -39,7 +39,7 @@ def build_biencoder(encoder: str = DEFAULT_ENCODER, pooling: str = "mean",
                     train_concept_tower: bool = True, max_length: int = 25,
                     mixed_precision: bool = False, frozen_layers: int = 0,
                     prompt: Optional[str] = None,
-                    cpu_length_chunks: int = 4) -> Model[EncoderInput, Floats2d]:
+                    cpu_length_chunks: int = CPU_LENGTH_CHUNKS) -> Model[EncoderInput, Floats2d]:
     """A bi-encoder over a Hugging Face transformer.
 
     encoder (str): A local model directory, a hub name (needs internet), or
@@ -139,7 +139,7 @@ def attach_module(model: Model, tokenizer, transformer) -> None:
     module = BiEncoder(transformer, concept, pooling=model.attrs["pooling"],
                        similarity=model.attrs["similarity"],
                        mask_id=getattr(tokenizer, "mask_token_id", None),
-                       cpu_length_chunks=model.attrs.get("cpu_length_chunks", 4))
+                       cpu_length_chunks=model.attrs.get("cpu_length_chunks", CPU_LENGTH_CHUNKS))
     if (model.attrs["pooling"] == "mask" or model.attrs.get("prompt")) and module.mask_id is None:
         raise BioELError(Errors.E190.format(problem=f"the tokenizer of "
                                             f"{model.attrs['encoder']} has no mask token"))

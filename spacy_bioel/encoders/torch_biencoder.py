@@ -19,7 +19,8 @@ from torch import nn
 
 logger = logging.getLogger(__name__)
 
-from .common import DEFAULT_ENCODER, MENTION_END, MENTION_START, length_buckets, resolve_model_path
+from .common import (CPU_LENGTH_CHUNKS, DEFAULT_ENCODER, MENTION_END, MENTION_START, length_buckets,
+                     resolve_model_path)
 
 POOLINGS = ("cls", "mean", "mask")
 SIMILARITIES = ("cosine", "dot")
@@ -55,7 +56,8 @@ class BiEncoder(nn.Module):
 
     def __init__(self, mention_encoder: nn.Module, concept_encoder: Optional[nn.Module] = None,
                  pooling: str = "mean", similarity: str = "cosine",
-                 mask_id: Optional[int] = None, cpu_length_chunks: int = 4) -> None:
+                 mask_id: Optional[int] = None,
+                 cpu_length_chunks: int = CPU_LENGTH_CHUNKS) -> None:
         super().__init__()
         if pooling not in POOLINGS or similarity not in SIMILARITIES:
             from ..errors import BioELError, Errors
@@ -250,5 +252,5 @@ def encode_texts(model: BiEncoder, tokenizer, texts: Sequence[str], *, tower: st
     return out
 
 
-__all__ = ["BiEncoder", "pool", "load_transformer", "freeze_bottom", "encode_texts", "length_buckets",
+__all__ = ["BiEncoder", "CPU_LENGTH_CHUNKS", "pool", "load_transformer", "freeze_bottom", "encode_texts", "length_buckets",
            "resolve_model_path", "DEFAULT_ENCODER", "MENTION_START", "MENTION_END"]
