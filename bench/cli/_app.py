@@ -61,12 +61,12 @@ def step_speed_rows(seconds: Dict[int, List[float]], setting: str, title: str,
         if names_per_step:
             row["names_per_s"] = names_per_step / median
         rows.append(row)
-    names = " names/s |" if names_per_step else ""
-    lines = [title, "", f"| {setting} | s a step (median) |{names} speed-up |",
-             "|---:|---:|" + ("---:|" if names_per_step else "") + "---:|"]
-    lines += [f"| {row[setting]} | {row['median_seconds_per_step']:.3f} | "
-              + (f"{row['names_per_s']:.0f} | " if names_per_step else "")
-              + f"{row['speedup']:.2f}x |" for row in rows]
+    header = [setting, "s a step (median)"] + (["names/s"] if names_per_step else []) + ["speed-up"]
+    lines = [title, "", "| " + " | ".join(header) + " |", "|" + "---:|" * len(header)]
+    for row in rows:
+        cells = [str(row[setting]), f"{row['median_seconds_per_step']:.3f}"]
+        cells += [f"{row['names_per_s']:.0f}"] if names_per_step else []
+        lines.append("| " + " | ".join(cells + [f"{row['speedup']:.2f}x"]) + " |")
     return rows, "\n".join(lines) + "\n"
 
 

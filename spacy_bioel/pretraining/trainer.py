@@ -117,7 +117,7 @@ def pretrain(pairs: Sequence[SynonymPair], output_dir: Union[str, Path],
     """
     from ..progress import progress_bar
 
-    from ..encoders.torch_biencoder import BiEncoder, freeze_bottom, load_transformer
+    from ..encoders.torch_biencoder import CPU_LENGTH_CHUNKS, BiEncoder, freeze_bottom, load_transformer
     from ..losses.multi_similarity import MultiSimilarityLoss
 
     output_dir = Path(output_dir)
@@ -132,8 +132,7 @@ def pretrain(pairs: Sequence[SynonymPair], output_dir: Union[str, Path],
     tokenizer, transformer = load_transformer(settings.base_model)
     freeze_bottom(transformer, settings.freeze_layers, settings.base_model)
     model = BiEncoder(transformer, pooling=settings.pooling, similarity="cosine",
-                      **({"cpu_length_chunks": settings.length_chunks}
-                         if settings.length_chunks else {})).to(device)
+                      cpu_length_chunks=settings.length_chunks or CPU_LENGTH_CHUNKS).to(device)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                   lr=settings.learning_rate, weight_decay=settings.weight_decay)
     loss_fn = MultiSimilarityLoss(settings.alpha, settings.beta, settings.base, settings.epsilon)
