@@ -11,6 +11,7 @@ import weakref
 from typing import Any, Dict, Optional, Union
 
 from ..errors import BioELError, Errors
+from .int8_exact import exact_graph
 from .threads import child_threads, limit_threads
 
 _OWNERS: "weakref.WeakSet" = weakref.WeakSet()
@@ -65,14 +66,16 @@ def new_session(source: Union[bytes, str], threads: int = 0,
     measured). Its memory arena keeps the score buffers of a block of queries
     for the next block: without it, where glibc's thresholds are static
     (`allocator`), every block mapped and zeroed fresh pages (NCBI test x1:
-    1,483 against 1,660 mentions/s, for 9 MB less peak). E178 without
-    onnxruntime."""
+    1,483 against 1,660 mentions/s, for 9 MB less peak). On a CPU whose kernel
+    saturates uint8 x int8 products, the graph's shifted int8 matmuls are split
+    into exact halves first (`int8_exact`). E178 without onnxruntime."""
     try:
         import onnxruntime
     except ImportError as err:
         raise BioELError(Errors.E178.format(missing="onnxruntime")) from err
     if threads:
         limit_threads(threads)
+    source = exact_graph(source)
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads or (child_threads() if _FORKED else _CAP)
     options.inter_op_num_threads = 1

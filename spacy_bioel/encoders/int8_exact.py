@@ -1,0 +1,188 @@
+"""Exact uint8 x int8 products on CPUs whose ONNX Runtime kernel saturates them.
+
+The int8 graphs of this package (the mention tower quantised per row,
+`onnx_export.scale_rows`, and the name scan, `index.int8_scan`) pass signed
+int8 values to ONNX Runtime as uint8 with zero point 128 against int8 weights.
+On x86 CPUs with AVX2 but no VNNI (many AMD EPYC and older Intel Xeons), MLAS
+multiplies such pairs with `vpmaddubsw`, which adds two u8 x s8 products into
+a saturating int16: 255 x 127 x 2 does not fit, and the scores come back wrong
+(on a scan test, 0.04 off for 16-d unit vectors; the int8 mention embeddings
+moved by about 2e-3). ONNX Runtime documents this ("Quantize ONNX models":
+U8S8 on AVX2/AVX512 without VNNI may saturate; reduce_range or U8U8 avoid it).
+
+`u8s8_saturates` asks the installed ONNX Runtime on this CPU once (a probe
+matmul whose exact int32 result it knows); where it saturates, `exact_graph`
+rewrites each such integer matmul before its session opens: the signed
+activation s = a - 128 in [-127, 127] is split into its positive and negative
+parts, each in [0, 127] (zero point 0), two integer matmuls are taken and
+subtracted in int32. Every pair sum then fits in int16 (127 x 127 x 2 <
+32,767), so the result is the exact int32 product a VNNI CPU computes: the
+same embeddings and scores on every CPU, at twice the integer matmul work on
+the CPUs that saturate (none elsewhere). $SPACY_BIOEL_INT8_SPLIT: "auto" (the
+probe decides, default), "1" (always split), "0" (never).
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from pathlib import Path
+from typing import Dict, Optional, Union
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+ENV = "SPACY_BIOEL_INT8_SPLIT"
+SHIFT = 128  # the zero point of the package's uint8 activations (a signed value + 128)
+PROBE_K = 64  # the probe's inner size: 255 x 127 x 64 exactly, or a saturated sum
+
+
+def probe_graph() -> bytes:
+    """A MatMulInteger of uint8 A (batch, PROBE_K) and int8 B (PROBE_K, 16), no
+    zero points, int32 out; needs `onnx`."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["A", "B"], ["Y"])], "bioel_u8s8_probe",
+        [helper.make_tensor_value_info("A", TensorProto.UINT8, ["batch", PROBE_K]),
+         helper.make_tensor_value_info("B", TensorProto.INT8, [PROBE_K, 16])],
+        [helper.make_tensor_value_info("Y", TensorProto.INT32, ["batch", 16])])
+    model = helper.make_model(graph, producer_name="spacy-bioel",
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def probe(graph: bytes) -> bool:
+    """Whether `graph` (`probe_graph`, or a rewrite of it) returns the exact
+    int32 product of all-255 A and all-127 B on this CPU."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+    got = session.run(None, {"A": np.full((4, PROBE_K), 255, dtype=np.uint8),
+                             "B": np.full((PROBE_K, 16), 127, dtype=np.int8)})[0]
+    return bool((got.astype(np.int64) == 255 * 127 * PROBE_K).all())
+
+
+@functools.lru_cache(maxsize=None)
+def u8s8_saturates() -> bool:
+    """Whether this CPU's ONNX Runtime adds uint8 x int8 products in a saturating
+    int16 (asked once a process; $SPACY_BIOEL_INT8_SPLIT "1"/"0" answers instead).
+    Without `onnx` to build the probe: False, with a warning."""
+    setting = os.environ.get(ENV, "auto").strip().lower()
+    if setting in ("1", "true", "yes"):
+        return True
+    if setting in ("0", "false", "no"):
+        return False
+    try:
+        graph = probe_graph()
+    except ImportError:
+        logger.warning("onnx is not installed: int8 matmuls are not checked for int16 "
+                       "saturation on this CPU (pip install onnx)")
+        return False
+    saturates = not probe(graph)
+    if saturates:
+        logger.info("This CPU's ONNX Runtime saturates uint8 x int8 products (AVX2 without VNNI): "
+                    "int8 graphs are split into exact halves (twice the integer matmul work)")
+    return saturates
+
+
+def _constants(graph) -> Dict[str, np.ndarray]:
+    """Name -> value of the graph's initializers and Constant nodes, followed
+    through Identity nodes."""
+    from onnx import numpy_helper
+
+    values = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.attribute:
+            attr = node.attribute[0]
+            if attr.name == "value":
+                values[node.output[0]] = numpy_helper.to_array(attr.t)
+        elif node.op_type == "Identity" and node.input[0] in values:
+            values[node.output[0]] = values[node.input[0]]
+    return values
+
+
+def split_products(model) -> int:
+    """Rewrite in place each MatMulInteger / MatMulIntegerToFloat of `model` whose
+    A is uint8 with the constant zero point `SHIFT` into two matmuls of the
+    positive and negative parts of A - SHIFT (zero point 0) subtracted in int32
+    (then, for MatMulIntegerToFloat, cast and scaled by a_scale x b_scale, plus
+    its bias). RETURNS: how many were rewritten."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = model.graph
+    constants = _constants(graph)
+    zero_index = {"MatMulInteger": 2, "MatMulIntegerToFloat": 4}
+    parts: Dict[str, tuple] = {}  # A -> (positive, negative) uint8 tensors
+    nodes, rewritten = [], 0
+    for node in graph.node:
+        index = zero_index.get(node.op_type)
+        if (index is None or len(node.input) <= index or node.domain not in
+                ("", "ai.onnx", "com.microsoft")):
+            nodes.append(node)
+            continue
+        zero = constants.get(node.input[index])
+        if zero is None or zero.dtype != np.uint8 or zero.size != 1 or int(zero.reshape(-1)[0]) != SHIFT:
+            nodes.append(node)
+            continue
+        a, b = node.input[0], node.input[1]
+        b_zero = node.input[index + 1] if len(node.input) > index + 1 else ""
+        tag = f"bioel_split/{node.name or node.output[0]}"
+        if a not in parts:
+            base = f"bioel_split/{a}"
+            nodes += [helper.make_node("Cast", [a], [f"{base}/i32"], to=TensorProto.INT32),
+                      helper.make_node("Sub", [f"{base}/i32", "bioel_split_shift"], [f"{base}/signed"]),
+                      helper.make_node("Neg", [f"{base}/signed"], [f"{base}/negated"]),
+                      helper.make_node("Max", [f"{base}/signed", "bioel_split_zero_i32"], [f"{base}/pos_i32"]),
+                      helper.make_node("Max", [f"{base}/negated", "bioel_split_zero_i32"], [f"{base}/neg_i32"]),
+                      helper.make_node("Cast", [f"{base}/pos_i32"], [f"{base}/pos"], to=TensorProto.UINT8),
+                      helper.make_node("Cast", [f"{base}/neg_i32"], [f"{base}/neg"], to=TensorProto.UINT8)]
+            parts[a] = (f"{base}/pos", f"{base}/neg")
+        pos, neg = parts[a]
+        tail = [b_zero] if b_zero else []
+        exact = node.output[0] if node.op_type == "MatMulInteger" else f"{tag}/int32"
+        nodes += [helper.make_node("MatMulInteger", [pos, b, "bioel_split_zero_u8"] + tail, [f"{tag}/pos"]),
+                  helper.make_node("MatMulInteger", [neg, b, "bioel_split_zero_u8"] + tail, [f"{tag}/neg"]),
+                  helper.make_node("Sub", [f"{tag}/pos", f"{tag}/neg"], [exact])]
+        if node.op_type == "MatMulIntegerToFloat":
+            a_scale, b_scale = node.input[2], node.input[3]
+            bias = node.input[6] if len(node.input) > 6 and node.input[6] else ""
+            scaled = f"{tag}/scaled" if bias else node.output[0]
+            nodes += [helper.make_node("Mul", [a_scale, b_scale], [f"{tag}/scale"]),
+                      helper.make_node("Cast", [exact], [f"{tag}/float"], to=TensorProto.FLOAT),
+                      helper.make_node("Mul", [f"{tag}/float", f"{tag}/scale"], [scaled])]
+            if bias:
+                nodes.append(helper.make_node("Add", [scaled, bias], [node.output[0]]))
+        rewritten += 1
+    if rewritten:
+        graph.ClearField("node")
+        graph.node.extend(nodes)
+        graph.initializer.extend([
+            numpy_helper.from_array(np.array(SHIFT, dtype=np.int32), "bioel_split_shift"),
+            numpy_helper.from_array(np.array(0, dtype=np.int32), "bioel_split_zero_i32"),
+            numpy_helper.from_array(np.array(0, dtype=np.uint8), "bioel_split_zero_u8")])
+    return rewritten
+
+
+def exact_graph(source: Union[bytes, str, Path], force: Optional[bool] = None
+                ) -> Union[bytes, str, Path]:
+    """`source` (graph bytes or a file path) as it is where the CPU does not
+    saturate (`u8s8_saturates`; `force` decides instead), else its bytes with
+    every shifted uint8 x int8 matmul split (`split_products`); a graph without
+    one is returned as it is."""
+    if not (u8s8_saturates() if force is None else force):
+        return source
+    try:
+        import onnx
+    except ImportError:  # u8s8_saturates warned already where it could not probe
+        return source
+    model = onnx.load_from_string(source) if isinstance(source, bytes) else onnx.load(str(source))
+    if not split_products(model):
+        return source
+    return model.SerializeToString()
+
+
+__all__ = ["u8s8_saturates", "exact_graph", "split_products", "probe_graph", "probe"]

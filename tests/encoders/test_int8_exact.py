@@ -1,0 +1,100 @@
+"""int8 graphs give the exact int32 products on every CPU (`encoders.int8_exact`):
+the split rewrite is exact where ONNX Runtime's u8 x s8 kernel saturates (AVX2
+without VNNI) and where it does not; sessions opened by the package split only
+where the probe says so, and agree with the split graph either way."""
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from spacy_bioel.encoders.int8_exact import (exact_graph, probe, probe_graph,  # noqa: E402
+                                             split_products, u8s8_saturates)
+from spacy_bioel.encoders.onnx_sessions import new_session  # noqa: E402
+
+
+def shifted_matmul(to_float: bool = False) -> bytes:
+    """MatMulInteger (or MatMulIntegerToFloat) of uint8 A with zero point 128
+    (through an Identity, as `scale_rows` writes it) and int8 B with zero point 0."""
+    inputs = [helper.make_tensor_value_info("A", TensorProto.UINT8, ["batch", "k"]),
+              helper.make_tensor_value_info("B", TensorProto.INT8, ["k", "n"])]
+    inits = [numpy_helper.from_array(np.array(128, dtype=np.uint8), "zero_a"),
+             numpy_helper.from_array(np.array(0, dtype=np.int8), "zero_b")]
+    nodes = [helper.make_node("Identity", ["zero_a"], ["zero"])]
+    if to_float:
+        inputs.append(helper.make_tensor_value_info("scale", TensorProto.FLOAT, ["n"]))
+        inits.append(numpy_helper.from_array(np.array(0.5, dtype=np.float32), "a_scale"))
+        nodes.append(helper.make_node("MatMulIntegerToFloat", ["A", "B", "a_scale", "scale", "zero"],
+                                      ["Y"], domain="com.microsoft"))
+        out = helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["batch", "n"])
+    else:
+        nodes.append(helper.make_node("MatMulInteger", ["A", "B", "zero", "zero_b"], ["Y"]))
+        out = helper.make_tensor_value_info("Y", TensorProto.INT32, ["batch", "n"])
+    graph = helper.make_graph(nodes, "shifted", inputs, [out], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def operands(seed=0, k=384):
+    """Random signed values in [-127, 127] (A shifted by 128), with the rows and
+    columns that saturate an int16 pair sum: A all 255, B all +-127."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-127, 128, size=(6, k))
+    b = rng.integers(-127, 128, size=(k, 5))
+    a[0], a[1], b[:, 0], b[:, 1] = 127, -127, 127, -127
+    return (a + 128).astype(np.uint8), b.astype(np.int8), a.astype(np.int64) @ b.astype(np.int64)
+
+
+def run(graph, feeds):
+    return new_session(graph, threads=1).run(None, feeds)[0]
+
+
+def test_the_split_matmul_is_exact_on_every_cpu():
+    a, b, want = operands()
+    split = exact_graph(shifted_matmul(), force=True)
+    assert isinstance(split, bytes) and split != shifted_matmul()
+    got = run(split, {"A": a, "B": b})
+    assert got.dtype == np.int32 and (got.astype(np.int64) == want).all()
+
+
+def test_the_split_matmul_to_float_is_exact_up_to_float_rounding():
+    a, b, want = operands(seed=1)
+    scale = np.linspace(0.01, 0.05, b.shape[1]).astype(np.float32)
+    got = run(exact_graph(shifted_matmul(to_float=True), force=True), {"A": a, "B": b, "scale": scale})
+    np.testing.assert_allclose(got, want * 0.5 * scale, rtol=1e-6)
+
+
+def test_sessions_of_the_package_are_exact_where_the_probe_says_the_cpu_saturates():
+    """new_session splits only where `u8s8_saturates`; the product is exact either way."""
+    a, b, want = operands(seed=2)
+    got = run(shifted_matmul(), {"A": a, "B": b})
+    assert (got.astype(np.int64) == want).all(), f"u8s8_saturates() = {u8s8_saturates()}"
+    assert probe(probe_graph()) is not u8s8_saturates()
+
+
+def test_graphs_without_a_shifted_uint8_operand_are_left_as_they_are():
+    assert exact_graph(probe_graph(), force=True) == probe_graph()  # no zero point: not ours
+    model = onnx.load_from_string(shifted_matmul())
+    assert split_products(model) == 1
+    assert split_products(onnx.load_from_string(probe_graph())) == 0
+    assert exact_graph(b"not read", force=False) == b"not read"
+
+
+def test_the_int8_mention_graph_is_split_and_encodes_the_same(tiny_bert_dir):
+    """The package's int8 mention graph (per-row activations, uint8 + 128) has
+    shifted matmuls; its sessions give the split graph's embeddings on this CPU."""
+    from spacy_bioel.encoders.onnx_export import export_mention_encoder
+    from spacy_bioel.encoders.thinc_biencoder import build_biencoder, tokenize
+
+    model = build_biencoder(str(tiny_bert_dir))
+    model.initialize()
+    data = export_mention_encoder(model, quantize="int8-all")
+    assert split_products(onnx.load_from_string(data)) > 0
+    ids, mask = tokenize(model, ["colon cancer", "familial adenomatous polyposis", "FAP"], "cpu")
+    feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
+    np.testing.assert_allclose(run(data, feeds), run(exact_graph(data, force=True), feeds),
+                               rtol=0, atol=1e-6)
