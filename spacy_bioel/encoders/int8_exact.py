@@ -34,6 +34,8 @@ import numpy as np
 logger = logging.getLogger(__name__)
 ENV = "SPACY_BIOEL_INT8_SPLIT"
 SHIFT = 128  # the zero point of the package's uint8 activations (a signed value + 128)
+# ONNX Runtime's session option for where a graph loaded from bytes finds its external weights
+EXTERNAL_FOLDER = "session.model_external_initializers_file_folder_path"
 PROBE_K = 64  # the probe's inner size: 255 x 127 x 64 exactly, or a saturated sum
 
 
@@ -90,11 +92,13 @@ def u8s8_saturates() -> bool:
 
 
 def _constants(graph) -> Dict[str, np.ndarray]:
-    """Name -> value of the graph's initializers and Constant nodes, followed
+    """Name -> value of the graph's scalar initializers and Constant nodes (a
+    zero point is one; weights are not read, nor their external files), followed
     through Identity nodes."""
-    from onnx import numpy_helper
+    from onnx import TensorProto, numpy_helper
 
-    values = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    values = {t.name: numpy_helper.to_array(t) for t in graph.initializer
+              if int(np.prod(t.dims)) <= 1 and t.data_location != TensorProto.EXTERNAL}
     for node in graph.node:
         if node.op_type == "Constant" and node.attribute:
             attr = node.attribute[0]
@@ -172,17 +176,27 @@ def exact_graph(source: Union[bytes, str, Path], force: Optional[bool] = None
     """`source` (graph bytes or a file path) as it is where the CPU does not
     saturate (`u8s8_saturates`; `force` decides instead), else its bytes with
     every shifted uint8 x int8 matmul split (`split_products`); a graph without
-    one is returned as it is."""
+    one is returned as it is. A file's external weights are not read: the bytes
+    still name them, in the file's folder (`EXTERNAL_FOLDER`, a session option)."""
     if not (u8s8_saturates() if force is None else force):
         return source
     try:
         import onnx
     except ImportError:  # u8s8_saturates warned already where it could not probe
         return source
-    model = onnx.load_from_string(source) if isinstance(source, bytes) else onnx.load(str(source))
+    model = (onnx.load_from_string(source) if isinstance(source, bytes) else
+             onnx.load(str(source), load_external_data=False))
     if not split_products(model):
         return source
     return model.SerializeToString()
 
 
-__all__ = ["u8s8_saturates", "exact_graph", "split_products", "probe_graph", "probe"]
+
+def whole_graph(path: Union[str, Path]) -> bytes:
+    """The bytes of the graph file `path` with its external weights read in."""
+    import onnx
+
+    return onnx.load(str(path)).SerializeToString()
+
+
+__all__ = ["u8s8_saturates", "exact_graph", "whole_graph", "EXTERNAL_FOLDER", "split_products", "probe_graph", "probe"]

@@ -98,3 +98,35 @@ def test_the_int8_mention_graph_is_split_and_encodes_the_same(tiny_bert_dir):
     feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
     np.testing.assert_allclose(run(data, feeds), run(exact_graph(data, force=True), feeds),
                                rtol=0, atol=1e-6)
+
+
+def test_a_split_tower_saved_as_two_files_keeps_its_weights_in_their_file(tiny_bert_dir, tmp_path,
+                                                                          monkeypatch):
+    """Forced to split, a session of a graph saved with external weights reads
+    only the graph file: the weights stay in their file (ONNX Runtime maps them
+    from the folder it is told), and it encodes as the split bytes do."""
+    from spacy_bioel.encoders import int8_exact
+    from spacy_bioel.encoders.onnx_export import export_mention_encoder, save_split
+    from spacy_bioel.encoders.thinc_biencoder import build_biencoder, tokenize
+
+    model = build_biencoder(str(tiny_bert_dir))
+    model.initialize()
+    data = export_mention_encoder(model, quantize="int8")
+    save_split(data, tmp_path / "mention.onnx", tmp_path / "mention.onnx.data")
+    assert (tmp_path / "mention.onnx.data").exists()
+    monkeypatch.setenv(int8_exact.ENV, "1")
+    int8_exact.u8s8_saturates.cache_clear()
+    try:
+        split = exact_graph(tmp_path / "mention.onnx")
+        assert isinstance(split, bytes)
+        kept = onnx.load_from_string(split).graph.initializer
+        assert any(t.data_location == TensorProto.EXTERNAL for t in kept)  # named, not read
+        ids, mask = tokenize(model, ["colon cancer", "FAP"], "cpu")
+        feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
+        want = run(exact_graph(data, force=True), feeds)
+        np.testing.assert_allclose(run(str(tmp_path / "mention.onnx"), feeds), want, rtol=0, atol=1e-6)
+        # an ONNX Runtime that does not know the folder option: the weights are read whole
+        monkeypatch.setattr("spacy_bioel.encoders.onnx_sessions.EXTERNAL_FOLDER", "bioel.unknown")
+        np.testing.assert_allclose(run(str(tmp_path / "mention.onnx"), feeds), want, rtol=0, atol=1e-6)
+    finally:
+        int8_exact.u8s8_saturates.cache_clear()

@@ -276,9 +276,11 @@ def test_flat_int8_proposes_again_the_queries_short_of_k_concepts_together(data,
                         best, tolerance=1e-5)
     pools = sorted({pool for _, pool in calls})
     assert len(pools) > 1  # 40 names seldom hold 40 concepts: queries were proposed again
+    # where int8 products are split (encoders.int8_exact), a call takes fewer queries
+    per_call = 4 // (dense.SPLIT_BUFFERS if dense.u8s8_saturates() else 1)
     for pool in pools:
         sizes = [size for size, p in calls if p == pool]
-        assert all(size == 4 for size in sizes[:-1]) and 1 <= sizes[-1] <= 4, (pool, sizes)
+        assert all(size == per_call for size in sizes[:-1]) and 1 <= sizes[-1] <= per_call, (pool, sizes)
 
 
 @pytest.mark.parametrize("index_type", dense.INT8_TYPES)
