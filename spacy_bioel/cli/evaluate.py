@@ -76,6 +76,7 @@ def evaluate(
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:
     """Link gold mentions and report Acc@k, MAP, subsets, NIL and failure stages."""
+    from ..encoders.int8_exact import int8_split_here
     from ..errors import BioELError, Errors
     from ..pipeline.mentions import HELD_OUT_KNN, has_alnum
     from ..evaluation.linkers import link_linker, training_names
@@ -130,6 +131,8 @@ def evaluate(
         "mentions_per_second": round(len(records) / max(seconds - build_seconds, 1e-9), 1),
         # NIL without encoding in bioel_linker (nil_without_alnum); no baseline matches them
         "mentions_without_alnum": sum(1 for r in records if not has_alnum(r.text)),
+        # whether this CPU's int8 graphs ran split into exact halves (slower; None: no onnxruntime)
+        "int8_split": int8_split_here(),
     }
     if reranking is not None:
         report["reranker"] = reranking

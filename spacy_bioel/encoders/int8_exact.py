@@ -91,6 +91,16 @@ def u8s8_saturates() -> bool:
     return saturates
 
 
+def int8_split_here() -> Optional[bool]:
+    """For a report's metadata: whether int8 graphs are split on this CPU
+    (`u8s8_saturates`), None without onnxruntime."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return None
+    return u8s8_saturates()
+
+
 def _constants(graph) -> Dict[str, np.ndarray]:
     """Name -> value of the graph's scalar initializers and Constant nodes (a
     zero point is one; weights are not read, nor their external files), followed
@@ -199,4 +209,4 @@ def whole_graph(path: Union[str, Path]) -> bytes:
     return onnx.load(str(path)).SerializeToString()
 
 
-__all__ = ["u8s8_saturates", "exact_graph", "whole_graph", "EXTERNAL_FOLDER", "split_products", "probe_graph", "probe"]
+__all__ = ["u8s8_saturates", "int8_split_here", "exact_graph", "whole_graph", "EXTERNAL_FOLDER", "split_products", "probe_graph", "probe"]

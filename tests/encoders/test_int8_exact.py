@@ -130,3 +130,9 @@ def test_a_split_tower_saved_as_two_files_keeps_its_weights_in_their_file(tiny_b
         np.testing.assert_allclose(run(str(tmp_path / "mention.onnx"), feeds), want, rtol=0, atol=1e-6)
     finally:
         int8_exact.u8s8_saturates.cache_clear()
+
+
+def test_reports_say_whether_int8_was_split_here():
+    from spacy_bioel.encoders.int8_exact import int8_split_here
+
+    assert int8_split_here() is u8s8_saturates()
