@@ -212,12 +212,11 @@ def check_export(data: bytes, ids: np.ndarray, mask: np.ndarray, reference: np.n
                  quantize: Optional[str]) -> None:
     """E179 unless the ONNX graph reproduces PyTorch's embeddings of a padded
     batch (cosine >= 0.9999 in float32, >= 0.9 in int8), run as the runtime
-    runs it (int8 products split where this CPU saturates them: `int8_exact`)."""
-    import onnxruntime
+    runs it (`onnx_sessions.new_session`: int8 products split where this CPU
+    saturates them)."""
+    from .onnx_sessions import new_session
 
-    from .int8_exact import exact_graph
-
-    session = onnxruntime.InferenceSession(exact_graph(data), providers=["CPUExecutionProvider"])
+    session = new_session(data)
     got = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
     cosine = (got * reference).sum(1) / (np.linalg.norm(got, axis=1) *
                                          np.linalg.norm(reference, axis=1) + 1e-12)

@@ -266,7 +266,7 @@ class DenseCandidateStore:
             # few queries per call: the score matrix of a block of names stays small
             scanned = max(1, min(len(self), self.int8_names()[2]))  # names per scan block
             block = int(max(1, min(SCAN_QUERIES, 4 * BLOCK_BYTES // (4 * scanned))))
-            if u8s8_saturates():  # the split scan holds about 4 score buffers of a call, not 1
+            if u8s8_saturates():  # the split scan holds more score buffers a call: fewer queries
                 block = max(1, block // SPLIT_BUFFERS)
             return self._search_approximate(queries, k, expansion, allowed, block)
         return self._search_approximate(queries, k, expansion, allowed)
