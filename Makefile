@@ -39,9 +39,12 @@ demo: setup
 	$(BIN)/python -m spacy_bioel link
 
 ## The whole test suite (data-marked tests run when $(DATA_ROOT) exists), then the
-## spacy-transformers tests in the trf environment.
+## spacy-transformers tests in the trf environment. The suite runs on one pytest-xdist
+## worker per core, at most 4 (TEST_WORKERS=0 runs it in one process); each test file stays
+## on one worker (tests/conftest.py).
+TEST_WORKERS ?= auto
 test: setup test-trf
-	BIOEL_DATA_ROOT=$(abspath $(DATA_ROOT)) $(BIN)/python -m pytest -q
+	BIOEL_DATA_ROOT=$(abspath $(DATA_ROOT)) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --maxprocesses 4 --dist loadgroup
 
 ## The tests of the transformer-listening mention tower, with spacy-transformers installed.
 test-trf: setup-trf

@@ -10,6 +10,45 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DATA_ROOT = Path(os.environ.get("BIOEL_DATA_ROOT", REPO_ROOT.parent / "shared" / "data")).resolve()
 
 
+# `make test` runs the suite on a few processes (pytest-xdist, `--dist loadgroup`): each test
+# file stays on one worker, so its module fixtures are built once, and the files that start a
+# local Ray cluster share one worker, so no two clusters (each sized to the whole machine)
+# start side by side.
+RAY_FILES = {"tests/corpus_linking/test_edges.py", "tests/corpus_linking/test_link_corpus.py",
+             "tests/lab/test_corpus_bench.py", "tests/lab/test_edges.py",
+             "tests/lab/test_reliability_cli.py"}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "xdist_group(name): tests that run on one pytest-xdist "
+                                       "worker (set for every test by tests/conftest.py)")
+    _share_the_cores_between_workers()
+
+
+def _share_the_cores_between_workers() -> None:
+    """On an xdist worker, cap its thread pools (and, through OMP_NUM_THREADS, those of
+    the processes its tests start) at its share of the cores: two workers each running
+    PyTorch on every core of a 2-core machine took twice as long as one process. An
+    OMP_NUM_THREADS the caller set is kept; tests about default thread counts drop it
+    from their subprocess' environment."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if workers < 2 or "OMP_NUM_THREADS" in os.environ:
+        return
+    from spacy_bioel.encoders.threads import limit_threads
+
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
+    limit_threads(threads)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(str(item.fspath)).resolve()
+        name = path.relative_to(REPO_ROOT).as_posix() if REPO_ROOT in path.parents else str(path)
+        item.add_marker(pytest.mark.xdist_group("ray" if name in RAY_FILES else name))
+
+
 @pytest.fixture(autouse=True)
 def embedding_cache_home(tmp_path_factory, monkeypatch):
     """`embedding_cache = "auto"` (the factory default) writes under

@@ -196,9 +196,10 @@ def test_thread_limits_reach_every_library():
 
     before = torch.get_num_threads()
     try:
-        limit_threads(1)
-        assert torch.get_num_threads() == 1
-        assert all(pool["num_threads"] == 1 for pool in threadpool_info()
-                   if pool["user_api"] == "blas")
+        for threads in (2, 1):  # up, then down: whatever the count the run started with
+            limit_threads(threads)
+            assert torch.get_num_threads() == threads
+            assert all(pool["num_threads"] == threads for pool in threadpool_info()
+                       if pool["user_api"] == "blas")
     finally:
         limit_threads(before)
