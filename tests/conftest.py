@@ -10,15 +10,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DATA_ROOT = Path(os.environ.get("BIOEL_DATA_ROOT", REPO_ROOT.parent / "shared" / "data")).resolve()
 
 
-# `make test` runs the suite on a few processes (pytest-xdist, `--dist loadgroup`): each test
-# file stays on one worker, so its module fixtures are built once, and the files that start a
-# local Ray cluster share one worker, so no two clusters (each sized to the whole machine)
-# start side by side.
-RAY_FILES = {"tests/corpus_linking/test_edges.py", "tests/corpus_linking/test_link_corpus.py",
-             "tests/lab/test_corpus_bench.py", "tests/lab/test_edges.py",
-             "tests/lab/test_reliability_cli.py"}
-
-
 def pytest_configure(config):
     config.addinivalue_line("markers", "xdist_group(name): tests that run on one pytest-xdist "
                                        "worker (set for every test by tests/conftest.py)")
@@ -43,10 +34,12 @@ def _share_the_cores_between_workers() -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
+    """`make test` runs the suite on a few processes (pytest-xdist, `--dist loadgroup`):
+    a test without a group of its own (`tests.utils.starts_ray`) is grouped by its file,
+    so each file stays on one worker and its module fixtures are built once."""
     for item in items:
-        path = Path(str(item.fspath)).resolve()
-        name = path.relative_to(REPO_ROOT).as_posix() if REPO_ROOT in path.parents else str(path)
-        item.add_marker(pytest.mark.xdist_group("ray" if name in RAY_FILES else name))
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 
 
 @pytest.fixture(autouse=True)

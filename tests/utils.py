@@ -135,3 +135,12 @@ def needs(module: str, extra: str):
         found = False
     return pytest.mark.skipif(not found, reason=f"{module} is not installed (pip install "
                                                 f"'spacy-bioel[{extra}]')")
+
+
+def starts_ray():
+    """The `pytestmark` of a test file that starts a local Ray cluster: `make test`
+    (pytest-xdist, `--dist loadgroup`) runs all such files on one worker, so no two
+    clusters, each sized to the whole machine, start side by side."""
+    import pytest
+
+    return pytest.mark.xdist_group("ray")

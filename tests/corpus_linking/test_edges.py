@@ -12,7 +12,10 @@ from spacy_bioel.cli import app
 from spacy_bioel.corpus_linking.records import place, read_outputs
 from spacy_bioel.errors import BioELWarning
 
+from ..utils import starts_ray
 from .test_link_corpus import pipeline_dir  # noqa: F401 - the shared fixture
+
+pytestmark = starts_ray()
 
 
 def shard(path, rows):

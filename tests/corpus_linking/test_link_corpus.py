@@ -12,7 +12,9 @@ from typer.testing import CliRunner
 from spacy_bioel.cli import app
 from spacy_bioel.corpus_linking.records import iter_shard, read_outputs, shard_chunks
 
-from ..utils import save_linker_pipeline
+from ..utils import save_linker_pipeline, starts_ray
+
+pytestmark = starts_ray()
 
 NAMES = [("D1", "colorectal carcinoma"), ("D2", "myocardial infarction"), ("D3", "hepatoblastoma"),
          ("D4", "familial adenomatous polyposis")]

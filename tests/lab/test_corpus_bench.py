@@ -4,7 +4,9 @@ import json
 from spacy_bioel.corpus_linking.records import iter_shard
 
 from tests.corpus_linking.test_link_corpus import pipeline_dir, run, write_jsonl  # noqa: F401 - the fixture
-from tests.utils import needs
+from tests.utils import needs, starts_ray
+
+pytestmark = starts_ray()
 
 
 @needs("matplotlib", "plots")

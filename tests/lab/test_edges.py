@@ -6,6 +6,9 @@ crashes, hangs, or passes silently wrong."""
 import pytest
 
 from bench.hostile import Workspace, cases, classify, summarize, table
+from tests.utils import starts_ray
+
+pytestmark = starts_ray()  # one of its cases starts Ray
 
 CASES = {f"{c.group}: {c.name}": c for c in cases()}
 

@@ -6,6 +6,9 @@ from typer.testing import CliRunner
 from bench.cli import app
 
 from tests.reliability.test_docs import build
+from tests.utils import starts_ray
+
+pytestmark = starts_ray()  # its edge cases start Ray
 
 
 def test_reliability_command_writes_counts(tiny_bert_dir, tmp_path):
