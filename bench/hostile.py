@@ -6,8 +6,9 @@ user would meet it (through `python -m spacy_bioel ...`, `spacy.load`,
 - `coded`: refused with one coded line (a BioELError; on the command line
   `Error: [Exxx] ...`), and nothing was written or run that should not be;
 - `clean`: accepted, with the right result (nothing lost, duplicated or escaped);
-- `silent_wrong`: accepted with a wrong result, or a file written or code run
-  where it must not be, or a valid input refused;
+- `escape`: a file deleted, overwritten or written outside what the command
+  owns, or code run from a file, whether the command then failed or not;
+- `silent_wrong`: accepted with a wrong result, or a valid input refused;
 - `crash`: any other exception (a traceback);
 - `hang`: still running after the case's time limit.
 
@@ -123,18 +124,24 @@ def cli_expect(ws: Workspace, *args: Any) -> str:
     return out
 
 
+class Escaped(str):
+    """A case's result that is an escape: what was deleted, overwritten or written
+    where the command must not, or code that ran from a file."""
+
+
 def _harm_after(run: Callable[[], Any], harm: Callable[[], Optional[str]]) -> Optional[str]:
     """Run `run`; whether it raises or not, the harm `harm()` finds afterwards (a file
-    written outside, code run, an input deleted) is the case's result. Without
-    harm, what `run` raised propagates (the classification reads it)."""
+    written outside, code run, an input deleted) is the case's result, an escape.
+    Without harm, what `run` raised propagates (the classification reads it)."""
     try:
         run()
     except BaseException:
         found = harm()
         if found:
-            return found
+            return Escaped(found)
         raise
-    return harm()
+    found = harm()
+    return Escaped(found) if found else None
 
 
 # -- payloads and weights ---------------------------------------------------------------
@@ -517,6 +524,13 @@ def _umls_empty_cui(ws: Workspace) -> Optional[str]:
 
 # -- the cases ---------------------------------------------------------------------------------
 def cases() -> List[Case]:
+    """Round two's cases, then round three's (`bench.hostile3`)."""
+    from .hostile3 import cases as round_three
+
+    return round_two() + round_three()
+
+
+def round_two() -> List[Case]:
     c = Case
     return [
         c("payloads and weights", "from_bytes: an absolute file name", "coded",
@@ -592,7 +606,7 @@ def cases() -> List[Case]:
                                   check=_skipped(1))),
         c("corpus linking", "an unplaceable mention with --strict", "coded",
           lambda ws: _link_corpus(ws, _one_entity([[17, 99, "D"]]), "--strict"), "E234"),
-        c("corpus linking", "a folder linked into itself", "coded", _in_place, "E235"),
+        c("corpus linking", "a folder linked into itself", "coded", _in_place, "E245"),
         c("corpus linking", "\"entities\": 5", "coded",
           lambda ws: _link_corpus(ws, _jsonl('{"text": "a", "entities": 5}')), "E202"),
         c("corpus linking", "a lone surrogate in the text", "coded",
@@ -640,6 +654,8 @@ def classify(case: Case, ws: Workspace) -> Tuple[str, str]:
     error = box.get("error")
     if error is None:
         problem = box.get("result")
+        if isinstance(problem, Escaped):
+            return "escape", str(problem)
         if problem:
             return "silent_wrong", str(problem)
         return ("clean", "") if case.expect == "clean" else ("silent_wrong", "accepted")
@@ -676,7 +692,7 @@ def run_cases(root: Path, encoder: str, main: Callable[[List[str]], None],
     return rows
 
 
-OUTCOMES = ("coded", "clean", "crash", "silent_wrong", "hang")
+OUTCOMES = ("coded", "clean", "crash", "silent_wrong", "hang", "escape")
 
 
 def summarize(rows: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
@@ -693,13 +709,14 @@ def summarize(rows: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
 
 
 def table(rows: Sequence[Dict[str, Any]]) -> str:
-    """The markdown table: cases, coded, clean, crashes, silent wrong, hangs per group."""
-    lines = ["| edge | cases | coded | clean | crashes | silent wrong | hangs |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    """The markdown table: cases, coded, clean, crashes, silent wrong, hangs and
+    escapes per group."""
+    lines = ["| edge | cases | coded | clean | crashes | silent wrong | hangs | escapes |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for group, c in summarize(rows).items():
         label = "**all**" if group == "all" else group
         lines.append(f"| {label} | {c['cases']} | {c['coded']} | {c['clean']} | {c['crash']} | "
-                     f"{c['silent_wrong']} | {c['hang']} |")
+                     f"{c['silent_wrong']} | {c['hang']} | {c['escape']} |")
     bad = [r for r in rows if r["outcome"] not in ("coded", "clean")]
     if bad:
         lines += ["", "Not yet right:"] + [f"- {r['group']}: {r['name']}: {r['outcome']} ({r['detail']})"
@@ -707,4 +724,4 @@ def table(rows: Sequence[Dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Case", "Workspace", "cases", "classify", "run_cases", "summarize", "table", "cli"]
+__all__ = ["Case", "Escaped", "Workspace", "cases", "classify", "run_cases", "summarize", "table", "cli"]

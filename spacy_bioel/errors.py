@@ -69,12 +69,15 @@ class Warnings(metaclass=ErrorsWithCodes):
             "weights it was taught by changed, or the runtime is quantised otherwise, so the "
             "full mention tower is exported and served instead. Run `python -m spacy_bioel "
             "distill` on the saved pipeline again to serve a student.")
-    W016 = ("The saved default pipeline {path} cannot be used ({problem}); it is built "
-            "again from the KB and the encoder, and saved in its place.")
+    W016 = ("The saved default pipeline {path} cannot be used ({problem}).")
     W013 = ("'{name}': exact_shortcut = true is the older form of the shortcut stage: it builds "
             "spacy-bioel.ExactShortcut.v1. Put [components.{name}.shortcut] with "
             "@misc = \"spacy-bioel.ExactShortcut.v1\" in the config instead (and "
             "exact_shortcut = false).")
+    W017 = ("{count} document(s) were longer than the pipeline's nlp.max_length, so its NER "
+            "did not read them: they are in {output} with no mentions and a "
+            "\"skipped_document\" reason. Split such documents, raise nlp.max_length, or "
+            "use --strict to stop at the first one.")
 
 
 class Errors(metaclass=ErrorsWithCodes):
@@ -318,7 +321,8 @@ class Errors(metaclass=ErrorsWithCodes):
     E204 = ("--engine ray needs Ray Data: pip install 'spacy-bioel[ray]' (or 'ray[data]'); "
             "--engine local links in this process without it.")
     E205 = ("{output} already holds {n} part file(s) of an earlier run; link-corpus would mix "
-            "them with this run's. Use an empty folder, or --overwrite to remove them first.")
+            "them with this run's. Use an empty folder, or --overwrite to replace them once this "
+            "run has verified.")
     # contextual mention tower (spacy-bioel.ContextualBiEncoder.v1): E210-E219
     E210 = ("The mention tower's token vectors are {width} wide but the concept encoder "
             "'{encoder}' gives {dim}-dimensional embeddings. Use the same base model for the "
@@ -340,7 +344,7 @@ class Errors(metaclass=ErrorsWithCodes):
             "spacy-bioel.KBNameEmbed.v1's kb a KB file (.bioelkb), embedded:NAME, or a "
             "pipeline saved with a bioel_linker.")
     E226 = ("spacy-bioel.KBNameEmbed.v1 has no KB names: set its kb (a KB file, "
-            "embedded:NAME, or a pipeline with a bioel_linker, e.g. ${{paths.linker}}) and "
+            "embedded:NAME, or a pipeline with a bioel_linker, e.g. ${paths.linker}) and "
             "initialise the pipeline (spacy train or nlp.initialize) before using it.")
     # integrity at the edges (files, payloads, corpus linking, caches): E230-E249
     E230 = ("{where}: the file name {name!r} leads outside the folder it is written to "
@@ -363,9 +367,7 @@ class Errors(metaclass=ErrorsWithCodes):
             "its text ({problem}); --strict makes such mentions an error. Fix the offsets "
             "(0 <= start < end <= the text's length, on character boundaries, no two "
             "mentions overlapping), or run without --strict to skip and count them.")
-    E235 = ("link-corpus would read and write the same folder ({path}): the output folder "
-            "is the input folder or holds input shards, so --overwrite would delete what it "
-            "reads. Write to a new folder that holds no input.")
+    # E235: retired (E245 refuses every path a command must not write over, inputs included)
     E236 = ("{where}: {problem}. Fix the input file (or leave it out of the run) and run "
             "again; the part files already written are kept.")
     E237 = ("The link-corpus worker failed on {engine}: {problem}")
@@ -381,15 +383,42 @@ class Errors(metaclass=ErrorsWithCodes):
             "pipeline's runtime is '{runtime}'. Give it one first: `python -m spacy_bioel "
             "set-stage {path} OUT runtime spacy-bioel.OnnxRuntime.v1 --param "
             "quantize='\"int8-all\"'`, then distill OUT.")
-    E240 = ("{path} cannot be read ({problem}). A saved pipeline's config.cfg and meta.json "
-            "are written by nlp.to_disk: restore the file from the original copy, or re-save "
-            "the pipeline.")
+    E240 = ("{path} cannot be read ({problem}). A saved pipeline's config.cfg, meta.json and "
+            "vocab are written by nlp.to_disk: restore the file from the original copy, or "
+            "re-save the pipeline.")
     E243 = ("{path}: {problem}. `retrain` reads how long the tuned run trained from its "
             "evaluation log: train it with `--training.logger.output_file LOG.jsonl` "
             "(`spacy project run train-linker` does), or give the steps with --steps N.")
     E244 = ("{source} and {target} differ in their {stage} stage ({found} against {expected}): "
             "`retrain` keeps the settings tune chose, so train again with the config of the "
             "tuned run.")
+    E245 = ("{command} will not write to {path}: it {relation} {what} ({target}). A command "
+            "never writes over its inputs, the pipeline it reads or the working directory: "
+            "name another path.")
+    E246 = ("{command} will not write into {path}: the folder already holds files it did not "
+            "write ({examples}), and it never deletes or mixes with them. Name a new or empty "
+            "folder, or the folder of an earlier {command} run.")
+    E247 = ("Pipeline not found: {name} is neither a folder nor an installed pipeline package. "
+            "Check the path (a folder saved by nlp.to_disk or spacy train, e.g. "
+            "training/model-best) or install the package built by `python -m spacy_bioel "
+            "package`.")
+    E248 = ("{where}: the text has {length:,} characters, more than the pipeline's "
+            "nlp.max_length ({max_length:,}), the most its NER reads at once. Split the text "
+            "into smaller documents (paragraphs, sections), or raise nlp.max_length when there "
+            "is memory for it (about 1 GB per 100,000 characters).")
+    E249 = ("The pipeline's linker '{linker}' links {reads}, but {finders} before it {writes}, "
+            "so its mentions would never reach the linker. Set the linker's spans_key to where "
+            "the NER writes its mentions ({hint}), or put an NER that writes {reads} before it.")
+    E250 = ("{path}, line {line}: concept id {concept_id!r} {problem}. Ids are compared as "
+            "written, and a gold id field reads '|' and '+' as composite separators: fix the id "
+            "in the source, or remove the record.")
+    E251 = ("{path}: the encoding {encoding} was declared, and the file has no byte-order mark "
+            "that says its byte order ({problem}). Declare {encoding}-le or {encoding}-be.")
+    E252 = ("{path}: {problem}. Package the folder a pipeline was saved to (nlp.to_disk): a "
+            "wheel holds the pipeline's own regular files only.")
+    E253 = ("{problem}. The operating system refused a file operation: check that the path "
+            "exists, that it is a file or folder as the command expects, and that it can be "
+            "read (or written, for an output); then run again.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

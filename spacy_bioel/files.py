@@ -11,9 +11,10 @@ The folder's edges: nothing is written outside a folder being saved or
 unpacked, and nothing is read through a link out of it. `member` turns a name
 from a payload into a path only when it stays inside its folder (E230);
 `unlink_links` removes the symbolic links inside a folder before it is saved
-over, so a write cannot follow one out; `check_tree` refuses a folder to be
-loaded that holds a link leading out of it, or a FIFO, socket or device that
-would hang or feed a reader (E231).
+over, so a write cannot follow one out; `tree_files`, the one walker of loading
+and packaging, refuses a folder that holds a link leading out of it, or a FIFO,
+socket or device that would hang or feed a reader (E231): `check_tree` before a
+folder is loaded, `copy_tree` when a pipeline is packaged.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import os
 import stat
 import uuid
 from pathlib import Path, PurePosixPath
-from typing import Callable, Union
+from typing import Callable, Iterator, Union
 
 logger = logging.getLogger(__name__)
 
@@ -159,15 +160,20 @@ def _kind(mode: int) -> str:
     return "a special file"
 
 
-def check_tree(folder: Union[str, Path]) -> None:
-    """E231 when `folder` holds (at any depth) a symbolic link that leads outside
-    it, or anything but regular files and folders (a FIFO would hang a reader)."""
+def tree_files(folder: Union[str, Path]) -> Iterator[Path]:
+    """Every regular file below `folder`, as loading reads the folder (the one walker
+    of loading and packaging): E231 for a symbolic link that leads outside it or
+    anything but regular files and folders (a FIFO would hang a reader). A link
+    that stays inside is read where it points (its target's own entry is yielded
+    too); links are never followed out of the folder, nor to a folder above them."""
     from .errors import BioELError, Errors
 
     folder = Path(folder)
     root = folder.resolve()
-    for base, dirs, files in os.walk(folder, followlinks=False):
-        for name in dirs + files:
+    linked = set()  # folders walked through a link, by where they are (no walk in circles)
+    # top-down: each entry is checked before the walk descends into it, links included
+    for base, dirs, files in os.walk(folder, followlinks=True):
+        for name in list(dirs) + files:
             path = Path(base) / name
             mode = os.lstat(path).st_mode
             if stat.S_ISLNK(mode):
@@ -178,6 +184,39 @@ def check_tree(folder: Union[str, Path]) -> None:
                 mode = os.stat(path).st_mode
             if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 raise BioELError(Errors.E231.format(path=path, kind=_kind(mode)))
+            if stat.S_ISREG(mode):
+                yield path
+            elif path.is_symlink():
+                target = path.resolve()
+                if target in linked or target == Path(base).resolve() or \
+                        target in Path(base).resolve().parents:
+                    raise BioELError(Errors.E231.format(path=path, kind=(
+                        f"a symbolic link to {target}, a folder above it or linked twice: a "
+                        "walk through it would never end")))
+                linked.add(target)
 
 
-__all__ = ["replace_file", "PinnedFile", "member", "unlink_links", "check_tree", "sha256_of"]
+def check_tree(folder: Union[str, Path]) -> None:
+    """E231 when `folder` holds (at any depth) a symbolic link that leads outside
+    it, or anything but regular files and folders (`tree_files`)."""
+    for _ in tree_files(folder):
+        pass
+
+
+def copy_tree(folder: Union[str, Path], target: Union[str, Path]) -> int:
+    """Copy the regular files `tree_files` walks (what loading reads) to the new
+    folder `target`, as regular files; RETURNS how many bytes were copied."""
+    import shutil
+
+    folder, target = Path(folder), Path(target)
+    copied = 0
+    for path in tree_files(folder):
+        destination = target / path.relative_to(folder)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, destination)
+        copied += destination.stat().st_size
+    return copied
+
+
+__all__ = ["replace_file", "PinnedFile", "member", "unlink_links", "tree_files", "check_tree", "copy_tree",
+           "sha256_of"]

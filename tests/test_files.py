@@ -96,3 +96,37 @@ def test_check_tree_refuses_links_out_and_special_files_only(tmp_path):
     with pytest.raises(BioELError) as err:
         check_tree(tmp_path / "p")
     assert "FIFO" in str(err.value)
+
+
+def test_the_walker_reads_a_folder_as_loading_does(tmp_path):
+    """`tree_files` (loading's and packaging's one walker): regular files, a link that
+    stays inside read where it points, E231 for a link out, a FIFO or a walk in circles."""
+    import os
+
+    from spacy_bioel.errors import BioELError
+    from spacy_bioel.files import copy_tree, tree_files
+
+    folder = tmp_path / "pipeline"
+    (folder / "vocab").mkdir(parents=True)
+    (folder / "vocab" / "strings.json").write_text("[]")
+    (folder / "cfg").write_text("{}")
+    (folder / "alias").symlink_to(folder / "vocab")  # inside: read through it
+    found = sorted(p.relative_to(folder).as_posix() for p in tree_files(folder))
+    assert found == ["alias/strings.json", "cfg", "vocab/strings.json"]
+    assert copy_tree(folder, tmp_path / "copy") == 6  # bytes: three files of two
+    assert not any(p.is_symlink() for p in (tmp_path / "copy").rglob("*"))
+    (folder / "alias").unlink()
+    outside = tmp_path / "secret.txt"
+    outside.write_text("a key")
+    (folder / "vocab" / "extra").symlink_to(outside)
+    with pytest.raises(BioELError, match="E231"):
+        copy_tree(folder, tmp_path / "copy2")
+    assert not (tmp_path / "copy2" / "vocab" / "extra").exists()
+    (folder / "vocab" / "extra").unlink()
+    (folder / "vocab" / "up").symlink_to(folder)
+    with pytest.raises(BioELError, match="E231"):
+        list(tree_files(folder))
+    (folder / "vocab" / "up").unlink()
+    os.mkfifo(folder / "vocab" / "pipe")
+    with pytest.raises(BioELError, match="E231"):
+        list(tree_files(folder))

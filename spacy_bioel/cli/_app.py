@@ -50,8 +50,8 @@ def setup_logging(verbose: bool = False) -> None:
 
 def main(argv: Optional[List[str]] = None) -> None:
     """Run the CLI (`python -m spacy_bioel`, the `spacy-bioel` script). A coded
-    error, or an OS error on a file the user named, prints as one message on
-    stderr with exit code 1; `--verbose` / `-V` shows the traceback as well.
+    error, or an OS error on a file the user named (E253), prints as one coded
+    line on stderr with exit code 1; `--verbose` / `-V` shows the traceback as well.
     Anything else is a bug and keeps its traceback."""
     run_app(app, argv, "python -m spacy_bioel")
 
@@ -72,7 +72,8 @@ def run_app(typer_app: typer.Typer, argv: Optional[List[str]], prog_name: str) -
             raise
         message = (str(err) if isinstance(err, BioELError) else
                    Errors.E239.format(problem=config_problem(err))
-                   if isinstance(err, ConfigValidationError) else f"{type(err).__name__}: {err}")
+                   if isinstance(err, ConfigValidationError) else
+                   Errors.E253.format(problem=f"{type(err).__name__}: {err}"))
         typer.echo(f"Error: {message}\n(run with --verbose for the traceback)", err=True)
         sys.exit(1)
 

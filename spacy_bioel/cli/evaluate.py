@@ -86,7 +86,11 @@ def evaluate(
     from ..index.registry import BASELINES
     from ..kb.knowledge_base import KnowledgeBase
 
+    from ..outputs import protect_inputs
+
     setup_logging(verbose)
+    protect_inputs("evaluate --output", [output, output.with_suffix(".md")],
+                   [data, kb_path, tuned, hierarchy_kb, *train], [linker])
     if dictionary not in ("kb", "kb+train"):
         raise BioELError(Errors.E106.format(value=dictionary))
     if dictionary == "kb+train" and not train:

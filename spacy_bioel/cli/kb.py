@@ -31,8 +31,10 @@ def kb_build(
 ) -> None:
     """Load a vocabulary in any supported format and save it as a binary KB."""
     from ..kb.loaders import load_kb
+    from ..outputs import protect_inputs
 
     setup_logging(verbose)
+    protect_inputs("kb build", [output, output.with_suffix(".stats.json")], inputs)
     kwargs = {}
     if fmt == "obo":
         kwargs = {"prefixes": split_csv(prefixes) or None, "synonym_scopes": split_csv(scopes),
@@ -74,8 +76,10 @@ def kb_merge(
     from collections import Counter
 
     from ..kb.knowledge_base import KnowledgeBase
+    from ..outputs import protect_inputs
 
     setup_logging(verbose)
+    protect_inputs("kb merge", [output], inputs)
     kb = KnowledgeBase.merge([KnowledgeBase.from_disk(p) for p in inputs], name=name,
                              label_untyped=label_untyped)
     kb.to_disk(output)

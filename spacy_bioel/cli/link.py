@@ -20,11 +20,8 @@ DEFAULT_KB = EMBEDDED_KBS["doid"]
 DEFAULT_KB_HANDLE = "embedded:doid"  # shown in --help, resolved by KnowledgeBase.from_disk
 
 
-def _is_package(name: str) -> bool:
-    """Whether `name` is an installed pipeline package (`package`'s wheels)."""
-    import spacy
-
-    return name not in ("bioel", "exact", "tfidf") and spacy.util.is_package(name)
+# the --linker values that name no saved pipeline
+BUILT_IN = ("bioel", "exact", "tfidf")
 
 
 @app.command("link")
@@ -45,28 +42,29 @@ def link(
     it (seconds). Scores are the model's softmax over candidates (kNN-BioEL eq. 4)."""
     import spacy
 
-    from ..corpora.documents import tokens_aligned_to
     from ..kb.knowledge_base import KnowledgeBase
+    from ..pipeline.loading import locate_pipeline
+    from ..pipeline.mentions import mention_spans
+    from ..pipeline.text import bracketed_doc, check_label
 
     setup_logging(verbose)
-    plain, spans = parse_bracketed(text)
-    # without [brackets], only a trained pipeline with its own NER can find the mentions
-    saved = Path(linker).is_dir() or _is_package(linker)  # a trained pipeline, or its wheel
-    find_mentions = not spans and saved
-    if not spans and not find_mentions:
+    check_label(label)
+    _, spans = parse_bracketed(text)
+    # a named pipeline must exist (E247): a typo never falls back to the untrained default
+    saved = linker not in BUILT_IN and locate_pipeline(linker) is not None
+    if not spans and not saved:
         raise BioELError(Errors.E198.format(text=preview(text), why="no [bracketed] mention"))
     kb = KnowledgeBase.from_disk(kb_path)
-    nlp = spacy.blank("en")
-    doc = tokens_aligned_to(nlp, plain, [b for s in spans for b in s])
-    doc.ents = [doc.char_span(s, e, label=label) for s, e in spans]
     if linker in ("exact", "tfidf"):
+        doc = bracketed_doc(spacy.blank("en"), text, label)
         if linker == "exact":
             from ..index.exact import ExactMatchCandidates
             generator = ExactMatchCandidates(kb)
         else:
             from ..index.sparse import TfidfCandidates
             generator = TfidfCandidates(kb, progress=False)
-        candidates = generator([e.text for e in doc.ents], k=max(top, 1))
+        mentions = list(doc.ents)
+        candidates = generator([e.text for e in mentions], k=max(top, 1))
     else:
         from ..pipeline.loading import find_linker
 
@@ -75,20 +73,15 @@ def link(
 
             pipeline = load_pipeline(Path(linker)) if Path(linker).is_dir() else spacy.load(linker)
             kb = find_linker(pipeline).kb
-            if find_mentions:  # its NER sets doc.ents, then its linker links them
-                from ..pipeline.text import raise_without_finder
-
-                raise_without_finder(pipeline, text)
-                doc = pipeline.make_doc(plain)
         else:
             from ..pipeline.embedded_default import default_pipeline
 
             pipeline = default_pipeline(kb, encoder)
-        doc = pipeline(doc)
-        if not doc.ents:  # only where the pipeline's own NER looked for them
-            raise BioELError(Errors.E198.format(text=preview(text),
-                                                why="the pipeline's own NER found none"))
-        candidates = [ent._.kb_ents for ent in doc.ents]
+        from ..pipeline.text import link_text
+
+        doc = link_text(pipeline, text, label)  # brackets, or the pipeline's own NER
+        mentions = mention_spans(doc, find_linker(pipeline).cfg["spans_key"])
+        candidates = [ent._.kb_ents for ent in mentions]
         stage = find_linker(pipeline).nil
         if stage.threshold is not None and stage.nil_score_from == "probability":
             nil_rule = f"NIL when prob < {1 - stage.threshold:.2f}"
@@ -104,7 +97,7 @@ def link(
         typer.echo(f"{'mention':32}  {'concept id':14}  {'prob':>5}  {'sim':>5}  {'p':>5}  canonical name")
     else:
         typer.echo(f"{'mention':32} {'concept id':14} {'score':>6}  canonical name")
-    for ent, ranked in zip(doc.ents, candidates):
+    for ent, ranked in zip(mentions, candidates):
         if not ranked:
             typer.echo(f"{ent.text[:32]:32} {'NIL':14} {'-':>6}  (no candidate)")
             continue

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
+import re
 from collections import Counter
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import typer
 
@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 def link_corpus(
     pipeline: str = typer.Argument(..., help="A saved pipeline with a bioel_linker (or an installed package name)"),
     input_path: str = typer.Argument(..., help="A shard file, a folder of shards or a glob: JSONL, PubTator, DocBin"),
-    output_dir: Path = typer.Argument(..., help="An empty folder for the part-*.jsonl files"),
+    output_dir: Path = typer.Argument(..., help="A new or empty folder for the part-*.jsonl files (or an earlier run's, with --overwrite)"),
     engine: str = typer.Option("local", "--engine", help="local (this process) | ray (an actor pool on Ray Data)"),
     num_workers: int = typer.Option(2, "--num-workers", help="ray: actors, each loading the pipeline once"),
     threads: int = typer.Option(1, "--threads", help="Threads per worker (torch, BLAS, FAISS); 0: leave as is"),
@@ -29,8 +29,8 @@ def link_corpus(
     address: Optional[str] = typer.Option(None, "--address", help="ray: a running cluster ('auto', HOST:PORT); default: a local one"),
     verify: bool = typer.Option(True, "--verify/--no-verify", help="Count input and output documents and mentions by id (a second read of the input)"),
     strict: bool = typer.Option(False, "--strict", help="Stop at a mention that cannot be placed in its text (outside it, empty, overlapping another) instead of skipping and counting it"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the part files already in OUTPUT, once this run has finished and verified"),
-    report: Optional[Path] = typer.Option(None, "--report", help="Counts and timing as JSON"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the part files of an earlier run in OUTPUT, once this run has finished and verified (nothing else in OUTPUT is touched)"),
+    report: Optional[Path] = typer.Option(None, "--report", help="Counts and timing as JSON (outside OUTPUT; never an input or the pipeline)"),
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:
     """Link every document of INPUT's shards with PIPELINE and write OUTPUT/part-*.jsonl
@@ -39,9 +39,13 @@ def link_corpus(
     come from the shards (JSONL "entities", PubTator annotations, DocBin ents) or, where a
     JSONL line has no "entities", from the pipeline's own NER. --engine ray runs an actor
     pool that survives killed workers; with --verify the output is checked to hold every
-    input document and mention once. With --overwrite the new parts are written beside
-    the old ones (in OUTPUT/.staging) and replace them only after the run succeeded."""
+    input document and mention once. OUTPUT must be new, empty or an earlier run's
+    (link-corpus marks the folders it writes); with --overwrite the new parts are
+    written beside the old ones (in OUTPUT/.staging) and replace them only after the
+    run succeeded. Nothing else is ever deleted or overwritten: not a file link-corpus
+    did not write, an input, the pipeline or the working directory."""
     from ..errors import BioELError, Errors, Warnings, warn
+    from ..outputs import remove_owned
     from ..validation import as_float, as_int
 
     setup_logging(verbose)
@@ -54,15 +58,11 @@ def link_corpus(
     top = as_int("--top", top, 0, 10 ** 4)
     chunk_mb = as_float("--chunk-mb", chunk_mb, 0.0, 10.0 ** 6)
     from ..corpus_linking.records import list_shards
+    from ..pipeline.loading import locate_pipeline
 
     shards = list_shards([input_path])
-    refuse_in_place(shards, input_path, output_dir)
-    old = sorted(output_dir.glob("part-*.jsonl")) if output_dir.is_dir() else []
-    if old and not overwrite:
-        raise BioELError(Errors.E205.format(output=output_dir, n=len(old)))
-    target = output_dir / STAGING if old else output_dir
-    if target.exists():
-        shutil.rmtree(target)  # an earlier run's staging, never finished
+    pipeline = locate_pipeline(pipeline)
+    old, target = claim_output(shards, input_path, pipeline, output_dir, report, overwrite)
     logger.info("Linking %d shard(s) with %s on the %s engine", len(shards), pipeline, engine)
     if engine == "local":
         from ..corpus_linking.local import link_local
@@ -80,11 +80,17 @@ def link_corpus(
     if result["skipped_mentions"]:
         warn(Warnings.W012.format(count=result["skipped_mentions"], by_shard=", ".join(
             f"{Path(k).name}: {v}" for k, v in sorted(result["skipped_by_shard"].items()))))
+    if result.get("skipped_documents"):
+        warn(Warnings.W017.format(count=result["skipped_documents"], output=output_dir))
     if verify:
-        result["verify"] = verify_output(shards, target, result["skipped_mentions"])
+        result["verify"] = verify_output(shards, target, result["skipped_mentions"],
+                                         result.get("spans_key"))
     if report:
         write_json(report, result)
-    typer.echo(f"{result['documents']:,} documents, {result['mentions']:,} mentions "
+    unread = result.get("skipped_documents", 0)
+    typer.echo(f"{result['documents']:,} documents" + (f" ({unread:,} too long for the NER)"
+                                                       if unread else "") +
+               f", {result['mentions']:,} mentions "
                f"({result['skipped_mentions']:,} skipped) in {result['parts']} part file(s), "
                f"{result['seconds']} s ({result['docs_per_second']} docs/s, {engine}, "
                f"{result['workers']} worker(s))")
@@ -101,37 +107,76 @@ def link_corpus(
             part.unlink()
         for part in sorted(target.glob("part-*.jsonl")):
             os.replace(part, output_dir / part.name)
-        shutil.rmtree(target)
+        remove_owned(target, is_own_file)
 
 
-# where --overwrite writes a run before it replaces the old parts
+COMMAND = "link-corpus"
+# where --overwrite writes a run before it replaces the old parts (a claimed folder of its own)
 STAGING = ".staging"
 
 
-def refuse_in_place(shards: List[Path], input_path: str, output_dir: Path) -> None:
-    """E235 when the output folder holds an input shard or lies among the inputs."""
+def claim_output(shards: List[Path], input_path: str, pipeline: str, output_dir: Path,
+                 report: Optional[Path], overwrite: bool) -> Tuple[List[Path], Path]:
+    """Check every path the run writes before any work (`outputs`): the output folder
+    is new, empty or an earlier run's (E246), and neither it nor the report is an
+    input, the pipeline or the working directory (E245); E205 when it holds an earlier
+    run's parts and not `overwrite`. Claims the folder (and, to overwrite, a staging
+    folder inside it, an abandoned one removed first).
+    RETURNS (Tuple[List[Path], Path]): the earlier run's part files and the folder
+    this run writes its parts to."""
     from ..errors import BioELError, Errors
+    from ..outputs import Protected, check_target, claim_folder, remove_owned, working_directory
 
-    out = output_dir.resolve()
-    named = Path(input_path)
-    folders = [named.resolve()] if named.is_dir() else []
-    for path in [s.resolve() for s in shards] + folders:
-        if path == out or out in path.parents:
-            raise BioELError(Errors.E235.format(path=output_dir))
+    protected = [Protected("an input shard", shard) for shard in shards]
+    if Path(input_path).is_dir():
+        protected.append(Protected("the input folder", Path(input_path)))
+    if Path(pipeline).exists():
+        protected.append(Protected("the pipeline", Path(pipeline), inside=True))
+    protected.append(working_directory())
+    if report is not None:
+        check_target(f"{COMMAND} --report", report, protected + [
+            Protected("the output folder", output_dir, inside=True)])
+        if report.is_dir():
+            raise BioELError(Errors.E245.format(command=f"{COMMAND} --report", path=report,
+                                                relation="is", what="a folder", target=report))
+    earlier = claim_folder(output_dir, COMMAND, protected, own=is_own_file)
+    old = sorted(p for p in output_dir.iterdir() if PART_FILE.match(p.name)) if earlier else []
+    if old and not overwrite:
+        raise BioELError(Errors.E205.format(output=output_dir, n=len(old)))
+    staging = output_dir / STAGING
+    if staging.is_dir():  # an earlier --overwrite run's, never finished
+        remove_owned(staging, is_own_file)
+    if not old:
+        return old, output_dir
+    claim_folder(staging, COMMAND)
+    return old, staging
 
 
-def verify_output(shards: List[Path], output_dir: Path, skipped: int) -> dict:
+# the files link-corpus writes into a folder it claimed: part files (named by their
+# documents' origins, `records.part_name`) and their partial copies (`files.replace_file`)
+PART_FILE = re.compile(r"^part-[0-9a-f]{24}\.jsonl$")
+PARTIAL_PART = re.compile(r"^\.part-[0-9a-f]{24}\.jsonl\.\d+\.[0-9a-f]{8}\.tmp$")
+
+
+def is_own_file(name: str) -> bool:
+    """Whether `name`, in a folder link-corpus claimed, is one of its own files."""
+    return bool(PART_FILE.match(name) or PARTIAL_PART.match(name))
+
+
+def verify_output(shards: List[Path], output_dir: Path, skipped: int,
+                  spans_key: Optional[str] = None) -> dict:
     """Documents by id (a multiset) and mentions, input against output: every
-    input mention is either in the output or counted as skipped (mentions the
-    pipeline's NER found, in documents without input entities, count apart)."""
-    from ..corpus_linking.records import compare_ids, iter_shard, read_outputs
+    input mention (read as the linker with `spans_key` read it) is either in the
+    output or counted as skipped (mentions the pipeline's NER found, in documents
+    without input entities, count apart)."""
+    from ..corpus_linking.records import compare_ids, input_mention_count, iter_shard, read_outputs
 
     inputs: Counter = Counter()
     input_mentions = 0
     for shard in shards:
         for record in iter_shard(shard):
             inputs[record["id"]] += 1
-            input_mentions += len(record["ents"] or [])
+            input_mentions += input_mention_count(record, spans_key)
     outputs: Counter = Counter()
     linked = {"input": 0, "ner": 0}
     for record in read_outputs(output_dir):

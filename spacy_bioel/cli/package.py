@@ -19,12 +19,33 @@ PARTS = {"model": "encoder weights", "index": "name index vectors", "datastore":
          "runtime": "ONNX mention tower"}
 
 
+def check_earlier_build(folder: Path, package: str) -> None:
+    """E246 when the package folder that spaCy's `package --force` replaces exists and
+    is not an earlier build of `package` (spaCy's layout: its setup.py and a meta.json)."""
+    import srsly
+
+    from ..errors import BioELError, Errors
+
+    if not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
+        return
+    try:
+        meta = srsly.read_json(folder / "meta.json")
+        ours = (folder / "setup.py").is_file() and f"{meta['lang']}_{meta['name']}" in (
+            package, meta["name"])
+    except (OSError, ValueError, KeyError, TypeError):
+        ours = False
+    if not ours:
+        entries = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else [folder.name]
+        raise BioELError(Errors.E246.format(command="package", path=folder, examples=", ".join(
+            entries[:3]) + (" ..." if len(entries) > 3 else "")))
+
+
 def part_sizes(pipeline: Path) -> Dict[str, int]:
     """Bytes per part of a saved pipeline (PARTS; the rest summed as 'other')."""
+    from ..files import tree_files
+
     sizes: Dict[str, int] = {}
-    for path in pipeline.rglob("*"):
-        if not path.is_file():
-            continue
+    for path in tree_files(pipeline):
         rel = path.relative_to(pipeline).parts
         part = next((PARTS[p] for p in rel[:-1] + (rel[-1],) if p in PARTS), "other")
         sizes[part] = sizes.get(part, 0) + path.stat().st_size
@@ -65,15 +86,24 @@ def package(
     from spacy.cli.package import package as spacy_package
 
     from ..errors import BioELError, Errors
+    from ..files import copy_tree
+    from ..outputs import Protected, check_target, protect_inputs
+    from ..pipeline.loading import locate_pipeline
     from .linker import swap_stage
 
     setup_logging(verbose)
     if vectors_dtype not in (None, "float32", "float16"):
         raise BioELError(Errors.E175.format(name="--vectors-dtype", value=repr(vectors_dtype),
                                             expected="'float32' or 'float16'"))
+    locate_pipeline(pipeline)
+    check_target("package", output_dir, [Protected("the pipeline", pipeline, inside=True)])
+    protect_inputs("package --report", [report, report and report.with_suffix(".md")], [], [pipeline])
     stored = stored_vectors_dtype(pipeline)
     with tempfile.TemporaryDirectory(prefix="bioel_package_") as tmp:
-        source = pipeline
+        # the wheel holds what loading reads, and nothing else: the pipeline's regular files,
+        # no link out of it, no FIFO (E231, the walker of `load_pipeline`)
+        source = Path(tmp) / "source"
+        copy_tree(pipeline, source)
         if vectors_dtype is not None and vectors_dtype != stored:
             def to_dtype(block: Optional[dict]) -> dict:
                 block = dict(block or {"@misc": "spacy-bioel.NameIndex.v2"})
@@ -81,17 +111,18 @@ def package(
                     block["@misc"] = "spacy-bioel.NameIndex.v2"
                 return {**block, "vectors_dtype": vectors_dtype}
 
-            nlp, _ = swap_stage(pipeline, "index", to_dtype)
+            nlp, _ = swap_stage(source, "index", to_dtype)
             source = Path(tmp) / "pipeline"
             nlp.to_disk(source)
         vectors_dtype = vectors_dtype or stored
         sizes = part_sizes(source)
-        output_dir.mkdir(parents=True, exist_ok=True)
-        spacy_package(source, output_dir, name=name, version=version, create_sdist=sdist,
-                      create_wheel=True, force=True, require_parent=True, silent=not verbose)
         import srsly
 
         meta = srsly.read_json(source / "meta.json")
+        check_earlier_build(output_dir / f"{meta['lang']}_{name}-{version}", f"{meta['lang']}_{name}")
+        output_dir.mkdir(parents=True, exist_ok=True)
+        spacy_package(source, output_dir, name=name, version=version, create_sdist=sdist,
+                      create_wheel=True, force=True, require_parent=True, silent=not verbose)
     full_name = f"{meta['lang']}_{name}"
     wheels: List[Path] = sorted((output_dir / f"{full_name}-{version}" / "dist").glob("*.whl"))
     if not wheels:

@@ -58,14 +58,22 @@ def visualize(
     from ..visualize.render import render_html
     from ._app import read_docs
 
+    from ..outputs import protect_inputs
+
+    protect_inputs("visualize --html", [html_path], [input_path], [pipeline])
     nlp = load_pipeline(pipeline)
     linker = find_linker(nlp)
     if input_path is not None:
-        docs = list(nlp.pipe(read_docs([input_path])[:limit]))
+        from ..pipeline.mentions import for_linker
+
+        docs = list(nlp.pipe(for_linker(d, linker.cfg["spans_key"])
+                             for d in read_docs([input_path])[:limit]))
     else:
         docs = [link_text(nlp, text or SAMPLE)]
     html_path.parent.mkdir(parents=True, exist_ok=True)
     html_path.write_text(render_html(docs, linker.kb, linker.cfg, top, templates,
                                      title=f"spacy-bioel links: {pipeline}"), encoding="utf-8")
-    n = sum(len(d.ents) for d in docs)
+    from ..pipeline.mentions import mention_spans
+
+    n = sum(len(mention_spans(d, linker.cfg["spans_key"])) for d in docs)
     typer.echo(f"Wrote {html_path}: {len(docs)} document(s), {n} mentions")

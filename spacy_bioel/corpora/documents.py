@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
+from pathlib import Path
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple, Union
 
 from ..kb.ids import COMPOSITE_SEPARATORS, parse_gold_ids, split_gold_ids
 from ..kb.knowledge_base import NIL, KnowledgeBase
@@ -117,6 +118,59 @@ def normalize_mention_ids(mention: Mention, kb: Optional[KnowledgeBase], missing
                    mention.line)
 
 
+def align_mention(text: str, mention: Mention, path: Union[str, Path], window: int,
+                  misaligned: str, report: ConversionReport) -> Optional[Mention]:
+    """`mention` checked against the document `text` it annotates: every reader's
+    one check of offsets against text (`convert pubtator`, `link-corpus`).
+
+    Offsets outside the text are E058. Where the text at the offsets differs from
+    the mention's only by white space the mention is kept (offsets covering
+    surrounding white space are trimmed to it, counted); otherwise the mention is
+    searched for within `window` characters and moved to the nearest match
+    (counted as 'offsets_repaired'); if none, `misaligned` = 'error' is E051 and
+    'skip' returns None (counted as 'misaligned_mentions_skipped').
+    """
+    from ..errors import CorpusFormatError
+    from ..errors import Errors as E
+
+    if mention.start >= mention.end or mention.end > len(text) or mention.start < 0:
+        raise CorpusFormatError(E.E058.format(path=f"{path}, line {mention.line}",
+                                              start=mention.start, end=mention.end,
+                                              length=len(text)))
+    found = text[mention.start:mention.end]
+    if found == mention.text or found.strip() == mention.text.strip():
+        if found != mention.text:
+            report.add("mention_whitespace_differs", f"line {mention.line}: {mention.text!r}")
+        stripped = found.strip()
+        if stripped == found:
+            return mention
+        # Offsets that include surrounding whitespace cannot be token boundaries:
+        # trim them to the mention's text (counted).
+        start = mention.start + len(found) - len(found.lstrip())
+        report.add("mention_whitespace_trimmed",
+                   f"line {mention.line}: {mention.start}-{mention.end}->"
+                   f"{start}-{start + len(stripped)}")
+        return Mention(start, start + len(stripped), stripped, mention.label,
+                       mention.concept_ids, mention.composite, mention.line)
+    target = mention.text.strip()
+    lo = max(0, mention.start - window)
+    hits = []
+    position = text.find(target, lo)
+    while position != -1 and position <= mention.start + window:
+        hits.append(position)
+        position = text.find(target, position + 1)
+    if hits:
+        best = min(hits, key=lambda p: abs(p - mention.start))
+        report.add("offsets_repaired", f"line {mention.line}: {mention.start}->{best}")
+        return Mention(best, best + len(target), target, mention.label, mention.concept_ids,
+                       mention.composite, mention.line)
+    if misaligned == "skip":
+        report.add("misaligned_mentions_skipped", f"line {mention.line}: {mention.text!r}")
+        return None
+    raise CorpusFormatError(E.E051.format(path=path, line=mention.line, mention=mention.text,
+                                          start=mention.start, end=mention.end, found=found))
+
+
 def tokens_aligned_to(nlp: Language, text: str, boundaries: Iterable[int]) -> Doc:
     """Tokenise `text` so that every offset in `boundaries` is a token boundary.
 
@@ -188,5 +242,5 @@ def single_mention_doc(nlp: Language, doc_id: str, text: str, label: str, kb_id:
 
 
 __all__ = ["MISSING_POLICIES", "Mention", "SourceDocument", "ConversionReport", "parse_gold_ids", "split_gold_ids",
-           "normalize_mention_ids", "tokens_aligned_to", "build_doc", "single_mention_doc",
+           "normalize_mention_ids", "align_mention", "tokens_aligned_to", "build_doc", "single_mention_doc",
            "OVERLAPS_SPANS_KEY", "DOC_ID_KEY"]

@@ -25,8 +25,8 @@ from ..kb.io import iter_lines
 from ..kb.knowledge_base import KnowledgeBase
 from ..progress import progress_bar
 from ..validation import as_choice
-from .documents import (MISSING_POLICIES, ConversionReport, Mention, SourceDocument, build_doc,
-                        normalize_mention_ids, parse_gold_ids)
+from .documents import (MISSING_POLICIES, ConversionReport, Mention, SourceDocument, align_mention,
+                        build_doc, normalize_mention_ids, parse_gold_ids)
 
 if TYPE_CHECKING:  # `read_pubtator` needs no spaCy
     from spacy.language import Language
@@ -51,6 +51,7 @@ def read_pubtator(path: Union[str, Path], report: Optional[ConversionReport] = N
     report = report if report is not None else ConversionReport(str(path))
     current: Optional[SourceDocument] = None
     title: Optional[str] = None
+    abstract_line: Optional[int] = None
     for number, line in iter_lines(path, encoding):
         if not line.strip():
             continue
@@ -65,12 +66,19 @@ def read_pubtator(path: Union[str, Path], report: Optional[ConversionReport] = N
                     yield current
                 current = SourceDocument(doc_id, text, [], number)
                 title = text
+                abstract_line = None
             else:
                 if current is None or current.doc_id != doc_id:
                     raise CorpusFormatError(Errors.E050.format(
                         path=path, line=number, what="abstract line",
                         problem=f"abstract of {doc_id} without its title line"))
+                if abstract_line is not None:
+                    raise CorpusFormatError(Errors.E050.format(
+                        path=path, line=number, what="abstract line", problem=(
+                            f"a second abstract of {doc_id} (the first is on line "
+                            f"{abstract_line}); a document has one title and one abstract line")))
                 current.text = f"{title} {text}"
+                abstract_line = number
             continue
         fields = line.split("\t")
         if len(fields) == 4 and not _is_offset(fields[1]):
@@ -92,49 +100,6 @@ def read_pubtator(path: Union[str, Path], report: Optional[ConversionReport] = N
     if current is None:
         raise CorpusFormatError(Errors.E021.format(path=path, what="PubTator document"))
     yield current
-
-
-def _align(document: SourceDocument, mention: Mention, path: Union[str, Path], window: int,
-           misaligned: str, report: ConversionReport) -> Optional[Mention]:
-    from ..errors import Errors as E
-
-    text = document.text
-    if mention.start >= mention.end or mention.end > len(text) or mention.start < 0:
-        raise CorpusFormatError(E.E058.format(path=f"{path}, line {mention.line}",
-                                              start=mention.start, end=mention.end,
-                                              length=len(text)))
-    found = text[mention.start:mention.end]
-    if found == mention.text or found.strip() == mention.text.strip():
-        if found != mention.text:
-            report.add("mention_whitespace_differs", f"line {mention.line}: {mention.text!r}")
-        stripped = found.strip()
-        if stripped == found:
-            return mention
-        # Offsets that include surrounding whitespace cannot be token boundaries:
-        # trim them to the mention's text (counted).
-        start = mention.start + len(found) - len(found.lstrip())
-        report.add("mention_whitespace_trimmed",
-                   f"line {mention.line}: {mention.start}-{mention.end}->"
-                   f"{start}-{start + len(stripped)}")
-        return Mention(start, start + len(stripped), stripped, mention.label,
-                       mention.concept_ids, mention.composite, mention.line)
-    target = mention.text.strip()
-    lo = max(0, mention.start - window)
-    hits = []
-    position = text.find(target, lo)
-    while position != -1 and position <= mention.start + window:
-        hits.append(position)
-        position = text.find(target, position + 1)
-    if hits:
-        best = min(hits, key=lambda p: abs(p - mention.start))
-        report.add("offsets_repaired", f"line {mention.line}: {mention.start}->{best}")
-        return Mention(best, best + len(target), target, mention.label, mention.concept_ids,
-                       mention.composite, mention.line)
-    if misaligned == "skip":
-        report.add("misaligned_mentions_skipped", f"line {mention.line}: {mention.text!r}")
-        return None
-    raise CorpusFormatError(E.E051.format(path=path, line=mention.line, mention=mention.text,
-                                          start=mention.start, end=mention.end, found=found))
 
 
 def convert_pubtator(nlp: Language, path: Union[str, Path], *,
@@ -171,7 +136,7 @@ def convert_pubtator(nlp: Language, path: Union[str, Path], *,
             if keep_types is not None and mention.label not in keep_types:
                 report.add(f"skipped_type:{mention.label}")
                 continue
-            aligned = _align(document, mention, path, repair_window, misaligned, report)
+            aligned = align_mention(document.text, mention, path, repair_window, misaligned, report)
             if aligned is None:
                 continue
             resolved = normalize_mention_ids(aligned, kb, missing, report,

@@ -36,7 +36,11 @@ def _read_shard(row: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
     for record in iter_shard(row["shard"], start=row["start"], stop=row["stop"]):
         yield {"id": record["id"], "text": record["text"],
                "ents": None if record["ents"] is None else json.dumps(record["ents"]),
+               "extra": json.dumps({k: record[k] for k in EXTRA if record.get(k)}),
                "origin": json.dumps(record["origin"])}
+
+
+EXTRA = ("groups", "unplaced", "repaired")  # a record's optional fields (`records`)
 
 
 # fault drill: "MARKER:N" makes the first actor to finish N batches die abruptly (after
@@ -59,8 +63,9 @@ class _RayLinker:
         import json
 
         records = [{"id": str(i), "text": str(t), "ents": None if e is None else json.loads(e),
-                    "origin": json.loads(o)}
-                   for i, t, e, o in zip(batch["id"], batch["text"], batch["ents"], batch["origin"])]
+                    "origin": json.loads(o), **json.loads(x)}
+                   for i, t, e, x, o in zip(batch["id"], batch["text"], batch["ents"],
+                                            batch["extra"], batch["origin"])]
         summary = self.worker.link_and_write(records)
         self.batches += 1
         _maybe_die(self.batches)
@@ -111,8 +116,10 @@ def link_ray(shards: Sequence[Path], pipeline: str, output_dir: Path, *, num_wor
     chunks = [{"shard": p, "start": a, "stop": b} for s in shards
               for p, a, b in shard_chunks(Path(s).resolve(), chunk_bytes)]
     ds = ray.data.from_items(chunks, override_num_blocks=len(chunks))
-    # reads reserve no CPU: with every CPU held by an actor they would never be scheduled
-    ds = ds.flat_map(_read_shard, num_cpus=0)
+    # reads reserve no CPU: with every CPU held by an actor they would never be scheduled; at
+    # most one read task per actor at a time (without a bound, Ray starts a worker process
+    # per read task: 24 for 21 small shards and one actor)
+    ds = ds.flat_map(_read_shard, num_cpus=0, concurrency=max(1, min(len(chunks), num_workers)))
     ds = ds.map_batches(_RayLinker, batch_size=batch_docs,
                         compute=ray.data.ActorPoolStrategy(size=num_workers),
                         num_cpus=threads_per_worker, batch_format="numpy",

@@ -2,17 +2,24 @@
 
 An input record is {"id": str, "text": str, "ents": [[start, end, label], ...] or
 None, "origin": [shard path, position]}; None means the pipeline's own NER finds
-the mentions; the origin (the shard's resolved path and the record's byte offset
+the mentions. A record may also carry "groups" (a DocBin document's span groups,
+{key: [[start, end, label], ...]}: a linker with `spans_key` reads its own group,
+`record_mentions`), "unplaced" (mentions whose text is not at their offsets,
+[start, end, label, reason]) and "repaired" (mentions moved to where their text
+is, [start, end, new start, new end]). The origin (the shard's resolved path and the record's byte offset
 or number in it) is unique across a run, so part files are keyed by it and two
 shards that repeat each other's ids cannot overwrite each other's output.
 Shard formats:
 - JSONL (`.jsonl`, `.json`, `.jsonl.gz`): one object a line with "text", an
   optional "id" (default `<file>@<byte offset>`) and optional "entities" ([{"start",
-  "end", "label"}] or [[start, end, label]]);
+  "end", "label"}] or [[start, end, label]]; an entity object's optional "text" is
+  checked against the document's text at its offsets);
 - PubTator (`.txt`, `.pubtator`, `.gz` of these): titles, abstracts and the
-  mention lines (their concept ids are ignored);
-- DocBin (`.spacy`): each Doc's text and ents; id from `doc.user_data["doc_id"]`
-  where the converter stored one, else `<file>:<n>`.
+  mention lines (their concept ids are ignored; their text is checked against the
+  document's at their offsets, as `convert pubtator` checks it);
+- DocBin (`.spacy`): each Doc's text, ents (and the converters' overlapping
+  mentions) and span groups; id from the converter's `doc.user_data` id where it
+  stored one, else `<file>:<n>`.
 An output shard is JSONL, one object per document: the id and text, and per
 mention its offsets, text, label, concept id (or NIL), probability, NIL flag
 and score and the top candidates, and the input mentions that could not be
@@ -99,14 +106,58 @@ def _entities(value: Any, where: str) -> Optional[List[List[Any]]]:
                                             f"{type(value).__name__}, not a list"))
     out = []
     for ent in value:
+        mention_text = None
         if isinstance(ent, dict):
+            mention_text = ent.get("text")
+            if mention_text is not None and not isinstance(mention_text, str):
+                raise BioELError(Errors.E202.format(where=where, problem=f"bad entity {ent!r:.80}"))
             ent = [ent.get("start"), ent.get("end"), ent.get("label", "ENTITY")]
         if not isinstance(ent, list) or len(ent) not in (2, 3) or \
                 not all(isinstance(x, int) and not isinstance(x, bool) for x in ent[:2]) or \
                 (len(ent) == 3 and not isinstance(ent[2], str)):
             raise BioELError(Errors.E202.format(where=where, problem=f"bad entity {ent!r:.80}"))
-        out.append([int(ent[0]), int(ent[1]), ent[2] if len(ent) > 2 else "ENTITY"])
+        out.append([int(ent[0]), int(ent[1]), ent[2] if len(ent) > 2 else "ENTITY"] +
+                   ([mention_text] if mention_text is not None else []))
     return out
+
+
+def checked_against_text(text: str, mentions: Sequence[Sequence[Any]], where: Union[str, Path]
+                         ) -> Tuple[List[List[Any]], List[List[Any]], List[List[int]]]:
+    """Mentions (start, end, label[, their own text[, line]]) checked against the
+    document `text` with the converters' one check (`corpora.documents.align_mention`,
+    50 characters to find a moved mention): a mention whose offsets do not hold its
+    text is moved to the nearest place that does, or set aside with its reason.
+    Offsets outside the text are left to `place`, which counts them.
+    RETURNS: (mentions as [start, end, label], set aside as [start, end, label,
+    reason], moves as [start, end, new start, new end])."""
+    from ..corpora.documents import ConversionReport, Mention, align_mention
+
+    kept: List[List[Any]] = []
+    unplaced: List[List[Any]] = []
+    repaired: List[List[int]] = []
+    report = ConversionReport(str(where))
+    for mention in mentions:
+        start, end, label = mention[:3]
+        own = mention[3] if len(mention) > 3 else None
+        if own is None or not (0 <= start < end <= len(text)):
+            kept.append([start, end, label])
+            continue
+        line = mention[4] if len(mention) > 4 else 0
+        aligned = align_mention(text, Mention(start, end, own, label, (), "", line), where,
+                                REPAIR_WINDOW, "skip", report)
+        if aligned is None:
+            unplaced.append([start, end, label, f"its text {own!r:.60} is not the document's "
+                                                f"{text[start:end]!r:.60} at these offsets, nor "
+                                                f"within {REPAIR_WINDOW} characters"])
+            continue
+        kept.append([aligned.start, aligned.end, label])
+        if (aligned.start, aligned.end) != (start, end):
+            repaired.append([start, end, aligned.start, aligned.end])
+    return kept, unplaced, repaired
+
+
+# how far a mention whose offsets do not hold its text is looked for (as `convert pubtator`)
+REPAIR_WINDOW = 50
 
 
 def _text(value: Any, where: str) -> str:
@@ -195,9 +246,12 @@ def iter_shard(path: Union[str, Path], nlp=None, start: int = 0,
             from ..corpora.pubtator import read_pubtator
 
             for number, doc in enumerate(read_pubtator(path)):
-                yield {"id": doc.doc_id, "text": _text(doc.text, f"{path}, document {doc.doc_id}"),
-                       "ents": [[m.start, m.end, m.label] for m in doc.mentions],
-                       "origin": [shard, number]}
+                where = f"{path}, document {doc.doc_id}"
+                text = _text(doc.text, where)
+                ents, unplaced, repaired = checked_against_text(
+                    text, [(m.start, m.end, m.label, m.text, m.line) for m in doc.mentions], path)
+                record = {"id": doc.doc_id, "text": text, "ents": ents, "origin": [shard, number]}
+                yield _with_extras(record, unplaced=unplaced, repaired=repaired)
         else:
             yield from _docbin_records(path, shard, nlp)
     except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError
@@ -222,8 +276,13 @@ def _jsonl_records(path: Path, shard: str, start: int, stop: Optional[int]) -> I
         if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool):
             raise BioELError(Errors.E202.format(where=where, problem=f"\"id\" is "
                                                 f"{type(doc_id).__name__}, not a string"))
-        yield {"id": _text(str(doc_id), where), "text": _text(obj.get("text"), where),
-               "ents": _entities(obj.get("entities"), where), "origin": [shard, offset]}
+        text = _text(obj.get("text"), where)
+        ents = _entities(obj.get("entities"), where)
+        record = {"id": _text(str(doc_id), where), "text": text, "ents": ents, "origin": [shard, offset]}
+        if ents is not None and any(len(e) > 3 for e in ents):  # mentions that give their text
+            record["ents"], unplaced, repaired = checked_against_text(text, ents, where)
+            record = _with_extras(record, unplaced=unplaced, repaired=repaired)
+        yield record
 
 
 def _docbin_records(path: Path, shard: str, nlp=None) -> Iterator[Record]:
@@ -236,10 +295,40 @@ def _docbin_records(path: Path, shard: str, nlp=None) -> Iterator[Record]:
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:
         raise BioELError(Errors.E236.format(where=path, problem=f"not a spaCy DocBin "
                                             f"({type(err).__name__}: {str(err)[:120]})"))
+    from ..corpora.documents import DOC_ID_KEY, OVERLAPS_SPANS_KEY
+
     for number, doc in enumerate(docs):
-        yield {"id": str(doc.user_data.get("doc_id", f"{path.name}:{number}")), "text": doc.text,
-               "ents": [[e.start_char, e.end_char, e.label_] for e in doc.ents],
-               "origin": [shard, number]}
+        doc_id = doc.user_data.get(DOC_ID_KEY, doc.user_data.get("doc_id", f"{path.name}:{number}"))
+        # the converters keep mentions that overlap another out of doc.ents, in a group
+        overlaps = list(doc.spans[OVERLAPS_SPANS_KEY]) if OVERLAPS_SPANS_KEY in doc.spans else []
+        record = {"id": str(doc_id), "text": doc.text,
+                  "ents": [[e.start_char, e.end_char, e.label_] for e in list(doc.ents) + overlaps],
+                  "origin": [shard, number]}
+        yield _with_extras(record, groups={key: [[s.start_char, s.end_char, s.label_] for s in group]
+                                           for key, group in doc.spans.items()
+                                           if key != OVERLAPS_SPANS_KEY})
+
+
+def _with_extras(record: Record, **extras: Any) -> Record:
+    """`record` with the optional fields that are not empty."""
+    record.update({key: value for key, value in extras.items() if value})
+    return record
+
+
+def record_mentions(record: Record, spans_key: Optional[str]) -> Optional[List[List[Any]]]:
+    """The input mentions of `record` for a linker with `spans_key` (as
+    `pipeline.mentions.given_mentions` reads a Doc): a DocBin document's span group
+    `spans_key` where it has one, else its entities; None when the pipeline's NER
+    finds them."""
+    groups = record.get("groups") or {}
+    if spans_key is not None and spans_key in groups:
+        return groups[spans_key]
+    return record["ents"]
+
+
+def input_mention_count(record: Record, spans_key: Optional[str]) -> int:
+    """How many input mentions `record` brings (those set aside when read included)."""
+    return len(record_mentions(record, spans_key) or []) + len(record.get("unplaced") or [])
 
 
 def part_name(origins: Sequence[Sequence[Any]]) -> str:
@@ -283,5 +372,5 @@ def compare_ids(inputs: Counter, outputs: Counter) -> Dict[str, int]:
             "lost": sum(lost.values()), "duplicated": sum(extra.values())}
 
 
-__all__ = ["Record", "compare_ids", "iter_shard", "list_shards", "part_name", "place",
+__all__ = ["Record", "checked_against_text", "compare_ids", "input_mention_count", "record_mentions", "iter_shard", "list_shards", "part_name", "place",
            "read_outputs", "shard_chunks", "shard_format", "write_part"]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import BioELError, Errors
-from .records import Record, place, write_part
+from .records import Record, place, record_mentions, write_part
 
 logger = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ class LinkWorker:
 
     def __init__(self, pipeline: str, output_dir: str, top: int = 5, threads: int = 0,
                  batch_size: int = 64, strict: bool = False) -> None:
-        from ..pipeline.loading import find_linker, load_pipeline, mention_finders
+        from ..pipeline.loading import find_linker, load_pipeline, mention_finders, mention_targets
 
         self.nlp = load_pipeline(pipeline) if Path(pipeline).exists() else _load_package(pipeline)
         if threads:  # after loading: the libraries it caps are imported by then
@@ -34,6 +34,8 @@ class LinkWorker:
             cap_threads(threads)  # ONNX Runtime's pools: the mention tower's, the int8 name scan's
         self.linker = find_linker(self.nlp)
         self.finds_mentions = bool(mention_finders(self.nlp, self.linker))
+        before = self.nlp.pipe_names[:self.nlp.pipe_names.index(self.linker.name)]
+        self.writers = [name for name in before if mention_targets(self.nlp, name)]
         self.output_dir = Path(output_dir)
         self.top = int(top)
         self.batch_size = int(batch_size)
@@ -48,15 +50,32 @@ class LinkWorker:
             doc, missed = self._doc(record)
             docs.append(doc)
             skipped.append(missed)
+        # given mentions are linked as given: the components that find mentions do not run on
+        # them (an NER would add its own); documents the NER cannot read stay out of nlp.pipe
+        given = [i for i, (r, d) in enumerate(zip(records, docs)) if d is not None and
+                 self._mentions(r) is not None]
+        found = [i for i, (r, d) in enumerate(zip(records, docs)) if d is not None and
+                 self._mentions(r) is None]
+        linked_docs: List[Any] = [None] * len(docs)
+        with self.nlp.select_pipes(disable=self.writers):
+            for i, doc in zip(given, self.nlp.pipe([docs[i] for i in given], batch_size=self.batch_size)):
+                linked_docs[i] = doc
+        for i, doc in zip(found, self.nlp.pipe([docs[i] for i in found], batch_size=self.batch_size)):
+            linked_docs[i] = doc
         from ..pipeline.mentions import mention_spans
 
         cfg = self.linker.cfg
         out = []
-        for record, doc, missed in zip(records, self.nlp.pipe(docs, batch_size=self.batch_size),
-                                       skipped):
-            out.append({"id": record["id"], "text": record["text"], "skipped": missed,
-                        "mentions_from": "ner" if record["ents"] is None else "input",
-                        "entities": [
+        for record, doc, missed in zip(records, linked_docs, skipped):
+            linked = {"id": record["id"], "text": record["text"], "skipped": missed,
+                      "mentions_from": "ner" if self._mentions(record) is None else "input"}
+            if record.get("repaired"):
+                linked["repaired"] = record["repaired"]
+            if doc is None:  # longer than the NER reads (counted, E248 with --strict)
+                linked.update(entities=[], skipped_document=self._too_long(record))
+                out.append(linked)
+                continue
+            out.append({**linked, "entities": [
                 {"start": e.start_char, "end": e.end_char, "text": e.text, "label": e.label_,
                  "kb_id": e.kb_id_, "prob": _num(e._.get(cfg["probability_attr"])),
                  "is_nil": bool(e._.get(cfg["is_nil_attr"])),
@@ -66,20 +85,38 @@ class LinkWorker:
                 for e in mention_spans(doc, cfg["spans_key"])]})
         return out
 
+    def _mentions(self, record: Record):
+        return record_mentions(record, self.linker.cfg["spans_key"])
+
+    def _too_long(self, record: Record) -> str:
+        return (f"{len(record['text']):,} characters, more than the pipeline's nlp.max_length "
+                f"({self.nlp.max_length:,}): its NER did not read it")
+
     def _doc(self, record: Record):
         """The record's Doc with its placeable mentions as ents, and the others."""
         from ..corpora.documents import tokens_aligned_to
+        from ..pipeline.mentions import set_mentions
 
-        if record["ents"] is None:  # the pipeline's own NER finds the mentions
+        mentions = self._mentions(record)
+        if mentions is None:  # the pipeline's own NER finds the mentions
             if not self.finds_mentions:
+                from ..pipeline.loading import check_mention_finders
                 from ..pipeline.text import preview
+
+                check_mention_finders(self.nlp, self.linker)  # E249: its NER writes elsewhere
 
                 raise BioELError(Errors.E198.format(text=f"{record['id']}: {preview(record['text'])}", why=(
                     "the record has no \"entities\" and the pipeline no NER before its linker; "
                     "give each record its entities, or link with a pipeline that has an NER")))
+            if len(record["text"]) > self.nlp.max_length:
+                if self.strict:
+                    raise BioELError(Errors.E248.format(where=_where(record), length=len(
+                        record["text"]), max_length=self.nlp.max_length))
+                return None, []
             return self.nlp.make_doc(record["text"]), []
         key = self.linker.cfg["spans_key"]  # a span group may hold overlapping mentions
-        kept, missed = place(record["text"], record["ents"], overlaps=key is not None)
+        kept, missed = place(record["text"], mentions, overlaps=key is not None)
+        missed = list(record.get("unplaced") or []) + missed  # their text is not at their offsets
         if missed and self.strict:
             start, end, _, problem = missed[0]
             raise BioELError(Errors.E234.format(where=_where(record), start=start, end=end,
@@ -92,10 +129,7 @@ class LinkWorker:
                 missed.append([start, end, label, "not on token boundaries"])
             else:
                 ents.append(span)
-        if key is None:
-            doc.ents = ents
-        else:
-            doc.spans[key] = ents
+        set_mentions(doc, ents, key)
         return doc, missed
 
     def link_and_write(self, records: Sequence[Record]) -> Dict[str, Any]:
@@ -110,6 +144,8 @@ class LinkWorker:
                 by_shard[shard] = by_shard.get(shard, 0) + len(out["skipped"])
         return {"part": path.name, "documents": len(linked),
                 "mentions": sum(len(r["entities"]) for r in linked),
+                "skipped_documents": sum("skipped_document" in r for r in linked),
+                "spans_key": json.dumps(self.linker.cfg["spans_key"]),
                 "skipped": sum(by_shard.values()), "skipped_by_shard": json.dumps(by_shard),
                 "worker": os.getpid(), "peak_rss_mb": peak_rss_mb()}
 
@@ -145,6 +181,9 @@ def summarize(summaries: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
             peaks[worker] = max(peaks.get(worker, 0.0), float(summary["peak_rss_mb"]))
     return {"documents": sum(int(s["documents"]) for s in summaries),
             "mentions": sum(int(s["mentions"]) for s in summaries),
+            "skipped_documents": sum(int(s.get("skipped_documents", 0)) for s in summaries),
+            # the span group the linker read (verify_output reads the input as it did)
+            "spans_key": json.loads(summaries[0]["spans_key"]) if summaries else None,
             "skipped_mentions": sum(by_shard.values()), "skipped_by_shard": by_shard,
             "parts": len({s["part"] for s in summaries}),
             "peak_rss_mb_per_worker": sorted(peaks.values(), reverse=True)}

@@ -49,6 +49,12 @@ class DenseCandidates:
     def initialize(self, kb: KnowledgeBase, index: NameIndex) -> None:
         """Nothing to build: the name index is the dense store."""
 
+    @staticmethod
+    def text_key(text: str) -> str:
+        """What of a mention's text the generator reads beside its embedding: nothing
+        (a decision cache keys entities by this and what the encoder reads)."""
+        return ""
+
     def __call__(self, mentions: Sequence[str], queries: np.ndarray, index: NameIndex, k: int,
                  masks: Masks = None) -> List[List[Candidate]]:
         return [[(c, s, s) for c, _, s in row]
@@ -60,6 +66,7 @@ class SparseCandidates:
     `TfidfCandidates`); each candidate's similarity comes from the name index."""
 
     name = "sparse"
+    text_key = staticmethod(normalize_text)  # what of the text TF-IDF reads (see DenseCandidates)
 
     def __init__(self, ngram_range: Sequence[int] = (2, 5), analyzer: str = "char_wb",
                  word_weight: float = 0.25, batch_size: int = 256) -> None:
@@ -91,6 +98,7 @@ class ExactCandidates:
     KB order); no match, no candidate."""
 
     name = "exact"
+    text_key = staticmethod(normalize_text)  # what of the text the lookup reads
 
     def __init__(self) -> None:
         self.lookup = KeyLookup([], [])
@@ -220,6 +228,7 @@ class HybridCandidates:
     """
 
     name = "hybrid"
+    text_key = staticmethod(normalize_text)  # what of the text its TF-IDF side reads
 
     def __init__(self, fusion: str = "weighted", sparse_weight: float = 0.2, rrf_k: int = 60,
                  ngram_range: Sequence[int] = (2, 5), analyzer: str = "char_wb",

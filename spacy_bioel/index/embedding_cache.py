@@ -202,7 +202,23 @@ def cached_embeddings(cache: EmbeddingCache, dim: int, size: int,
     """The entry's embeddings: read when it verifies, else encoded chunk by chunk
     (`encode_range(start, stop)`), resuming from the chunks that verify.
     RETURNS (Tuple[np.ndarray, int]): the embeddings and how many rows earlier runs
-    had encoded (the verified chunks found on starting)."""
+    had encoded (the verified chunks found on starting). A complete entry is read
+    without the lock (it is renamed into place whole); a folder this process cannot
+    write (a read-only cache) is read, and what it lacks is encoded and not saved."""
+    if cache.path.exists():
+        whole = cache.load(dim)
+        if whole is not None:
+            return whole, cache.rows
+    if cache.folder.is_dir() and not os.access(cache.folder, os.W_OK):
+        logger.warning("The embedding cache %s is read-only and has no entry for these %d "
+                       "names: they are encoded and not saved", cache.folder, cache.rows)
+        parts = []
+        for start in range(0, cache.rows, size):
+            parts.append(encode_range(start, min(cache.rows, start + size)))
+            if on_chunk is not None:
+                on_chunk(start)
+        return (np.concatenate(parts).astype(cache.dtype, copy=False) if parts else
+                np.zeros((0, dim), dtype=cache.dtype)), 0
     with cache.lock():
         whole = cache.load(dim)
         if whole is not None:

@@ -262,8 +262,8 @@ def cache_folder(setting: Optional[str], part: str = "names") -> Optional[str]:
     default of `add_pipe`): $SPACY_BIOEL_CACHE, else $XDG_CACHE_HOME/spacy_bioel or
     ~/.cache/spacy_bioel, so the embedded default encodes a KB's names once per
     machine (a base model's tower; keyed by names, settings and weights). An 'auto'
-    folder that cannot be created is W014 and no cache; a folder named in the
-    config is E238 (`EmbeddingCache`). `part` names the sub-folder of the 'auto'
+    folder that cannot be created or read is W014 and no cache, a read-only one is
+    read and not written; a folder named in the config is E238 (`EmbeddingCache`). `part` names the sub-folder of the 'auto'
     root (`pipeline.embedded_default` keeps its pipelines in 'pipelines')."""
     if not setting:
         return None
@@ -275,10 +275,14 @@ def cache_folder(setting: Optional[str], part: str = "names") -> Optional[str]:
     folder = os.path.join(root, part)
     try:
         os.makedirs(folder, exist_ok=True)
-        if not os.access(folder, os.W_OK):
-            raise PermissionError("not writable")
     except OSError as err:
         warn(Warnings.W014.format(path=folder, problem=f"{type(err).__name__}: {err}", env=CACHE_ENV))
+        return None
+    if not os.access(folder, os.W_OK):
+        if os.access(folder, os.R_OK | os.X_OK):  # e.g. baked into a container image
+            logger.info("The cache %s is read-only: its entries are read, none is written", folder)
+            return folder
+        warn(Warnings.W014.format(path=folder, problem="PermissionError: not readable", env=CACHE_ENV))
         return None
     return folder
 

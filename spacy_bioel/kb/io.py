@@ -10,7 +10,10 @@ for whatever cannot be read.
   encoding (UTF-16 without a mark) E019. `fallback` decodes such a line with a
   second encoding instead and reports it (AskAPatient's Latin-1 train file).
 - Lines split on '\\n' only (a '\\r' before it is dropped), so a stray '\\r'
-  inside a field never breaks a record.
+  inside a field never breaks a record; a file whose head has '\\r' and no
+  '\\n' (old Mac line endings) splits on '\\r'.
+- UTF-16 / UTF-32 declared without a byte order and without a mark: the order
+  is told by the zero bytes of the head (E251 when it cannot be).
 """
 from __future__ import annotations
 
@@ -78,17 +81,23 @@ def iter_lines(path: Union[str, Path], encoding: Optional[str] = None,
     line = 0
     try:
         with open_binary(path) as stream:
-            bom_encoding, bom_length = detect_bom(stream.read(4))
+            head = stream.read(HEAD)
+            bom_encoding, bom_length = detect_bom(head)
             stream.seek(bom_length)  # files and gzip streams both seek (gzip by re-reading)
             declared = encoding
             encoding = bom_encoding or encoding or "utf-8"
             codecs.lookup(encoding)
+            # old Mac files end lines with '\r' alone: split on it where the head has no '\n'
+            newline = "\r" if b"\r" in head and b"\n" not in head else "\n"
             if encoding.replace("_", "-").lower().startswith(("utf-16", "utf-32", "utf16", "utf32")):
-                text = io.TextIOWrapper(stream, encoding=encoding, newline="\n")
+                if bom_encoding is None:
+                    encoding = byte_order(path, encoding, head)
+                text = io.TextIOWrapper(stream, encoding=encoding, newline=newline)
                 for line, value in enumerate(text, start=1):
                     yield line, value.rstrip("\r\n")
                 return
-            for line, raw in enumerate(stream, start=1):
+            lines = stream if newline == "\n" else _split_on(stream, b"\r")
+            for line, raw in enumerate(lines, start=1):
                 if declared is None and bom_encoding is None and b"\x00" in raw:
                     raise BioELError(Errors.E019.format(path=path, line=line))
                 try:
@@ -110,9 +119,44 @@ def iter_lines(path: Union[str, Path], encoding: Optional[str] = None,
     except UnicodeDecodeError as err:  # UTF-16/32 streams
         raise BioELError(Errors.E018.format(path=path, line=line + 1, offset=err.start,
                                             encoding=encoding, byte="?"))
+    except UnicodeError as err:  # a codec's other complaints (e.g. a missing byte-order mark)
+        raise BioELError(Errors.E018.format(path=path, line=line + 1, offset="?",
+                                            encoding=encoding, byte=f"? ({err})"))
     except _READ_ERRORS as err:
         raise BioELError(Errors.E017.format(path=path, line=line + 1,
                                             problem=f"{type(err).__name__}: {err}"))
+
+
+HEAD = 1 << 16  # bytes read ahead for the byte-order mark, byte order and line endings
+
+
+def byte_order(path: Path, encoding: str, head: bytes) -> str:
+    """The UTF-16 / UTF-32 codec with its byte order for a file without a byte-order
+    mark, told by where the zero bytes of its (mostly ASCII) head fall; E251 when
+    they do not tell."""
+    width = 4 if "32" in encoding else 2
+    if encoding.replace("_", "-").lower().endswith(("le", "be")):
+        return encoding
+    sample = head[: len(head) - len(head) % width]
+    low = sum(1 for i in range(0, len(sample), width) if sample[i] == 0)  # zero first: big-endian
+    high = sum(1 for i in range(width - 1, len(sample), width) if sample[i] == 0)
+    if high > low:
+        return f"utf-{8 * width}-le"
+    if low > high:
+        return f"utf-{8 * width}-be"
+    raise BioELError(Errors.E251.format(path=path, encoding=f"utf-{8 * width}", problem=(
+        "its first characters do not tell" if sample else "it is empty")))
+
+
+def _split_on(stream: IO[bytes], separator: bytes) -> Iterator[bytes]:
+    """The lines of a binary stream that ends them with `separator` (each with it)."""
+    rest = b""
+    for block in iter(lambda: stream.read(1 << 20), b""):
+        *lines, rest = (rest + block).split(separator)
+        for line in lines:
+            yield line + separator
+    if rest:
+        yield rest
 
 
 def read_text(path: Union[str, Path], encoding: Optional[str] = None) -> str:

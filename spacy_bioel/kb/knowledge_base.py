@@ -3,6 +3,7 @@ compact versioned binary serialisation."""
 from __future__ import annotations
 
 import logging
+import re
 import zlib
 from collections import Counter
 from dataclasses import replace
@@ -20,6 +21,30 @@ KB_MAGIC = b"BIOELKB\x00"
 KB_FORMAT_VERSION = 1
 MAX_INFLATION = 50
 NIL = "NIL"
+
+
+# characters a concept id cannot hold: a gold id field reads '|' and '+' as composite
+# separators (`ids.parse_gold_ids`), and white space or control characters split the
+# columns of every text format ids are written to
+_ID_SEPARATORS = "|+"
+_BAD_ID_CHARACTER = re.compile(r"[\s|+\x00-\x1f\x7f-\x9f]")
+
+
+def checked_id(concept_id: str, path: Optional[Union[str, Path]] = None,
+               line: Optional[int] = None) -> str:
+    """A concept or alternate id as the KB keeps it: white space around it stripped
+    (`MESH: D001` in a MEDIC file is 'D001'); E250 for one that holds white space,
+    a control character or a composite separator ('|', '+'). The one place every
+    loader's ids pass through (`KnowledgeBase.add`)."""
+    value = concept_id.strip()
+    found = _BAD_ID_CHARACTER.search(value)
+    if found is not None:
+        bad = found.group()
+        what = ("white space" if bad.isspace() else f"the composite separator {bad!r}"
+                if bad in _ID_SEPARATORS else f"the control character {bad!r}")
+        raise KBFormatError(Errors.E250.format(path=path or "<input>", line=line or "?",
+                                               concept_id=concept_id, problem=f"holds {what}"))
+    return value
 
 
 class KnowledgeBase:
@@ -59,10 +84,15 @@ class KnowledgeBase:
         path, line: Where the record came from, for error messages.
         """
         if not isinstance(concept.concept_id, str) or not concept.concept_id.strip() or \
-                concept.concept_id == NIL:
+                concept.concept_id.strip() == NIL:
             raise KBFormatError(Errors.E022.format(path=path or "<input>", line=line or "?",
                                                    concept_id=concept.concept_id,
                                                    name=concept.canonical_name))
+        concept_id = checked_id(concept.concept_id, path, line)
+        alt_ids = tuple(dict.fromkeys(checked_id(a, path, line) for a in concept.alt_ids
+                                      if isinstance(a, str) and a.strip()))
+        if concept_id != concept.concept_id or alt_ids != concept.alt_ids:
+            concept = replace(concept, concept_id=concept_id, alt_ids=alt_ids)
         if not concept.canonical_name or not concept.canonical_name.strip():
             raise KBFormatError(Errors.E003.format(path=path or "<input>", line=line or "?",
                                                    concept_id=concept.concept_id))
@@ -160,7 +190,7 @@ class KnowledgeBase:
         candidates = [query]
         for prefix in self.strip_prefixes:
             if query.startswith(prefix):
-                candidates.append(query[len(prefix):])
+                candidates.append(query[len(prefix):].strip())
         for candidate in candidates:
             if candidate in self._concepts:
                 return candidate

@@ -40,7 +40,7 @@ def normalize_medic_id(raw: str) -> str:
     """
     value = raw.strip()
     if value.startswith("MESH:"):
-        value = value[5:]
+        value = value[5:].strip()
     if _OMIM_NUMBER.match(value):
         value = "OMIM:" + value
     return value

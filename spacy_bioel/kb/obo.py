@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 from ..errors import Errors, KBFormatError
 from .concept import Concept
 from .graph import cycle_edges
+from ..validation import as_choice
 from .io import read_text
 from .knowledge_base import KnowledgeBase
 from .obo_text import Repair, read_obo_frames
@@ -42,7 +43,8 @@ def load_obo(path: Union[str, Path], *, prefixes: Optional[Sequence[str]] = None
     path (Union[str, Path]): The .obo or .obo.gz file.
     prefixes (Optional[Sequence[str]]): Keep only terms whose id starts with one of
         these (e.g. ['HP:']). None keeps every term.
-    synonym_scopes (Sequence[str]): Synonym scopes to keep as synonyms.
+    synonym_scopes (Sequence[str]): Synonym scopes to keep as synonyms (of EXACT,
+        RELATED, BROAD, NARROW, in any case; another is E175).
     name (Optional[str]): Label for the KB.
     progress (bool): Show a progress bar over stanzas.
     encoding (Optional[str]): The file's encoding (default: detected).
@@ -61,7 +63,7 @@ def load_obo(path: Union[str, Path], *, prefixes: Optional[Sequence[str]] = None
     header, frames, repairs = read_obo_frames(text, path, progress)
     default_namespace = [str(clause.namespace) for clause in header
                          if isinstance(clause, fastobo.header.DefaultNamespaceClause)][:1]
-    keep_scopes = {s.upper() for s in synonym_scopes}
+    keep_scopes = {as_choice("synonym_scopes", str(s).upper(), DEFAULT_SCOPES) for s in synonym_scopes}
     report: Counter = Counter({"obsolete_terms": 0, "self_loops_dropped": 0,
                                "cycle_edges_dropped": 0, "terms_without_name": 0})
     terms: List[dict] = []

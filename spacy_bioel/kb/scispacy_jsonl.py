@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import logging
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
@@ -29,6 +30,9 @@ logger = logging.getLogger(__name__)
 
 _EXPECTED = ('one JSON object a line: {"concept_id": str, "canonical_name": str, '
              '"aliases": [str, ...], "types": [str, ...], "definition": str or null}')
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _malformed(path: Union[str, Path], line: int, problem: str) -> KBFormatError:
@@ -76,6 +80,12 @@ def load_scispacy_jsonl(path: Union[str, Path], *, name: Optional[str] = None,
             raise _malformed(path, number, f"invalid JSON: {err}")
         if not isinstance(record, dict):
             raise _malformed(path, number, f"a JSON {type(record).__name__}, not an object")
+        if _SURROGATE_ESCAPE.search(line):  # a \ud800-\udfff escape may stand alone
+            try:
+                json.dumps(record, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError as err:
+                raise _malformed(path, number, f"a string holds a lone surrogate "
+                                               f"({err.object[err.start]!r}), which is not Unicode text")
         for key in ("concept_id", "canonical_name"):
             if key not in record:
                 raise _malformed(path, number, f"no '{key}'")

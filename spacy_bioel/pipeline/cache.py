@@ -5,8 +5,11 @@ used entries go first).
 Keys are exact for the model. A text is keyed as the encoder sees it, after
 its tokenizer's normaliser (BERT lowercases and strips accents, so "Colon
 Cancer" and "colon cancer" share one embedding); a decision is keyed by the
-mention's text, the long form it is read through (a defined abbreviation) and,
-with a type filter, its label. Decisions made without the encoder (an exact-name
+mention's text and the long form it is read through (a defined abbreviation),
+each as every stage reads it: as the encoder sees it and as the candidate
+generator does (TF-IDF and exact names keep accents, so "Ménière" and
+"Meniere" share an embedding but not a decision under hybrid candidates),
+and, with a type filter, its label. Decisions made without the encoder (an exact-name
 shortcut, a mention without letters or digits) are not cached: they cost nothing.
 
 Scope: by default one cache of decisions lives for one `nlp.pipe` (or

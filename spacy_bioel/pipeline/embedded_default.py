@@ -14,9 +14,13 @@ size and modification time of each), the fast stages and settings, the shipped
 NIL calibration and threshold (saved in an entry's config), the layout of
 an entry (`CACHE_LAYOUT`) and this package's version, so another KB, another or
 updated encoder, other defaults or an upgrade builds a new entry. An encoder that is not a local folder (a hub
-name) is built every time: its files are not ours to digest. A saved entry that
-fails to load is W016 and built again; two processes building the same entry
-each write their own folder and the first rename wins. Without the `onnx` extra
+name) is built every time: its files are not ours to digest. Each entry carries a
+marker with its key (`outputs.MARKER`): a folder under a key whose marker does not
+name that key is never loaded nor deleted (W016; the pipeline is built in memory);
+an entry of ours that fails to load is W016 and built again. A read-only cache
+(baked into an image) is read; two processes building the same entry each write
+their own folder and the first rename wins; a build killed half way leaves a
+folder marked with its process, which the next build removes. Without the `onnx` extra
 the untrained pipeline keeps the factory's stages (PyTorch; `FAST_SETTINGS`
 still apply) and is not saved (the names are still cached by the name index).
 """
@@ -40,6 +44,7 @@ from ..errors import BioELError, Warnings, warn
 from ..index.name_index import AUTO_CACHE, cache_folder
 from ..kb.knowledge_base import KnowledgeBase
 from ..nil import stages
+from ..outputs import MARKER, read_marker, remove_stale_partials, write_marker, write_partial_marker
 from .loading import load_pipeline, untrained_pipeline
 
 logger = logging.getLogger(__name__)
@@ -63,8 +68,9 @@ def fast_config() -> Dict[str, Any]:
 
 # how an entry is saved: 2 since the ONNX graph's weights lie beside it (runtime
 # format 2, mapped on load: the first `link` of an entry peaked at 260 MB loading, 186 after);
-# 3 since the int8 graph quantises each token row (`onnx_export.scale_rows`: batched calls)
-CACHE_LAYOUT = 3
+# 3 since the int8 graph quantises each token row (`onnx_export.scale_rows`: batched calls);
+# 4 since an entry carries its key in a marker (entries without one are not loaded)
+CACHE_LAYOUT = 4
 
 
 def has_onnx() -> bool:
@@ -114,34 +120,57 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
         return untrained_pipeline(kb, encoder, config=fast_config())
     folder = Path(root) / key
     if folder.is_dir():
+        marker = read_marker(folder)
+        if marker is None or marker.get("command") != ENTRY or marker.get("key") != key:
+            # not an entry this package wrote for this key: never loaded, never deleted
+            warn(Warnings.W016.format(path=folder, problem=(
+                f"it is not the cache entry {key} (its {MARKER} names "
+                f"{'another key' if marker else 'none'}); it is left as it is, and the pipeline "
+                "is built in memory")))
+            return untrained_pipeline(kb, encoder, config=fast_config())
         try:
             nlp = load_pipeline(folder)
             logger.info("Loaded the default pipeline from %s", folder)
             return nlp
         except (BioELError, OSError, ValueError) as err:
-            warn(Warnings.W016.format(path=folder, problem=" ".join(str(err).split())[:200]))
-            shutil.rmtree(folder, ignore_errors=True)
+            warn(Warnings.W016.format(path=folder, problem=" ".join(str(err).split())[:200] + (
+                "; it is built again and saved in its place")))
+            shutil.rmtree(folder, ignore_errors=True)  # our own entry (its marker), damaged
+    removed = remove_stale_partials(Path(root), f".{key}.", ".partial", PARTIAL_MAX_AGE_S)
+    if removed:
+        logger.info("Removed %d unfinished build(s) of %s left by a killed process", removed, key)
     logger.info("Building the default pipeline on %s (%d concepts); it is saved in %s for the "
                 "next call", encoder, len(kb), folder)
     nlp = untrained_pipeline(kb, encoder, config=fast_config())
-    _save(nlp, folder)
+    _save(nlp, folder, key)
     return nlp
 
 
-def _save(nlp: Language, folder: Path) -> None:
-    """Write `nlp` to a folder of its own beside `folder`, then rename it into place
-    (a reader never sees half a pipeline; a concurrent writer's entry is kept)."""
-    partial = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.partial")
+# a cache entry's marker names it (`outputs.MARKER`, command ENTRY, its key); an unfinished
+# build's marker names its process, and one without a marker this old was killed before writing it
+ENTRY = "default-pipeline"
+PARTIAL_MAX_AGE_S = 3600.0
+
+
+def _save(nlp: Language, folder: Path, key: str) -> None:
+    """Write `nlp` to a folder of its own beside `folder` (marked with this process,
+    so that a later call can remove it if this one is killed), mark it as the entry
+    of `key`, then rename it into place (a reader never sees half a pipeline; a
+    concurrent writer's entry is kept)."""
+    partial = folder.with_name(f".{key}.{uuid.uuid4().hex[:8]}.partial")
     try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
+        partial.mkdir(parents=True)
+        write_partial_marker(partial, ENTRY)
         nlp.to_disk(partial)
+        write_marker(partial, ENTRY, key=key)
         os.rename(partial, folder)
     except OSError as err:  # another process renamed first, or the cache is not writable
         if not folder.is_dir():
             logger.warning("The default pipeline was not saved in %s (%s): the next call builds "
                            "it again", folder, err)
     finally:
-        shutil.rmtree(partial, ignore_errors=True)
+        if partial.is_dir():
+            shutil.rmtree(partial, ignore_errors=True)  # this call's own partial folder
 
 
 __all__ = ["FAST_STAGES", "FAST_SETTINGS", "default_pipeline", "has_onnx", "pipeline_key"]

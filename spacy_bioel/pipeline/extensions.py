@@ -19,17 +19,19 @@ SCORE_WEIGHTS = {"bioel_acc@1": 1.0, "bioel_acc@5": 0.0, "nel_micro_f": 0.0, "ne
 
 
 def install_extensions(cfg: Dict[str, Any]) -> None:
-    """Span extensions named by the cfg, installed once each, default None. The
-    candidate list reads back as [(id, score), ...] tuples also after a Doc went
-    through msgpack (`nlp.pipe(n_process=2)`, DocBin), which turns tuples into lists."""
+    """Span extensions named by the cfg, installed once each, default None. Each
+    value belongs to one span: it is kept in `doc.user_data` under the span's
+    offsets and label (spaCy's own extensions key by offsets only, so two spans of
+    a span group with the same offsets and different labels would share one
+    value). The candidate list reads back as [(id, score), ...] tuples also after
+    a Doc went through msgpack (`nlp.pipe(n_process=2)`, DocBin), which turns
+    tuples into lists."""
     for attr in ATTRS:
         name = cfg.get(attr)
         if not name or Span.has_extension(name):
             continue
-        if attr == "kb_ents_attr":
-            Span.set_extension(name, getter=_pairs_getter(name), setter=_pairs_setter(name))
-        else:
-            Span.set_extension(name, default=None)
+        read = _pairs_getter(name) if attr == "kb_ents_attr" else _getter(name)
+        Span.set_extension(name, getter=read, setter=_setter(name))
 
 
 def write_entity(ent: Span, result: Dict[str, Any], cfg: Dict[str, Any]) -> None:
@@ -70,7 +72,13 @@ def write_docs(docs: Iterable[Doc], predictions: List[List[Dict[str, Any]]], cfg
 
 
 def _key(name: str, span: Span) -> tuple:
-    return ("._.", name, span.start_char, span.end_char)
+    return ("._.", name, span.start_char, span.end_char, span.label)
+
+
+def _getter(name: str) -> Callable[[Span], Any]:
+    def get(span: Span) -> Any:
+        return span.doc.user_data.get(_key(name, span))
+    return get
 
 
 def _pairs_getter(name: str) -> Callable[[Span], Optional[list]]:
@@ -80,8 +88,8 @@ def _pairs_getter(name: str) -> Callable[[Span], Optional[list]]:
     return get
 
 
-def _pairs_setter(name: str) -> Callable[[Span, Optional[list]], None]:
-    def set_(span: Span, value: Optional[list]) -> None:
+def _setter(name: str) -> Callable[[Span, Any], None]:
+    def set_(span: Span, value: Any) -> None:
         span.doc.user_data[_key(name, span)] = value
     return set_
 

@@ -118,10 +118,12 @@ def verify_manifest(path: Path, skip: Iterable[str] = (), required: bool = False
         return
     try:
         files = srsly.read_json(path / MANIFEST)["files"]
-        entries = [(name, int(entry.get("size", -1)), str(entry["sha256"]))
-                   for name, entry in files.items()]
-    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        entries = [(name, _size(entry), str(entry["sha256"])) for name, entry in files.items()]
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as err:
         raise damaged(path / MANIFEST, MANIFEST, f"unreadable: {type(err).__name__}: {err}")
+    if not entries:  # every saved component writes files: an empty list would verify nothing
+        raise BioELError(Errors.E232.format(path=path, manifest=f"{MANIFEST} entry (its file "
+                                            "list is empty)", pipeline=path.parent))
     skip, later = set(skip), set(later)
     in_pipeline = (path.parent / "meta.json").is_file()  # not a component folder copied alone
     for name, size, digest in entries:
@@ -144,6 +146,14 @@ def verify_manifest(path: Path, skip: Iterable[str] = (), required: bool = False
             raise BioELError(Errors.E233.format(path=target, problem=problem, pipeline=path.parent))
         if problem:
             raise damaged(target, part, problem)
+
+
+def _size(entry: dict) -> int:
+    """A manifest entry's size in bytes (-1 where it records none: '../meta.json')."""
+    size = entry.get("size", -1)
+    if isinstance(size, bool) or not isinstance(size, int) or size < -1:
+        raise ValueError(f"size {size!r} is not a byte count")
+    return size
 
 
 def _meta_problem(path: Path, digest: str) -> Optional[str]:

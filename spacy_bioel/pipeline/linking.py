@@ -147,13 +147,19 @@ class Decider:
 
     def decision_keys(self, spans: Sequence[Entity], forms: Dict[SpanKey, str]
                       ) -> List[Hashable]:
-        """(text, long form, label, held-out document key) of each entity, texts as
-        the encoder sees them; the label counts only with a type filter, the
-        document only when it is held out of the datastore (`HELD_OUT_KNN`)."""
+        """(text, long form, label, held-out document key) of each entity, each text
+        as every stage that reads it sees it: as the encoder sees it (its tokenizer's
+        normaliser: BERT strips accents) and as the candidate generator does (its
+        `text_key`: TF-IDF and exact names keep accents; an unknown generator, the raw
+        text). The label counts only with a type filter, the document only when it is
+        held out of the datastore (`HELD_OUT_KNN`)."""
         context = self.settings["context_window"]
         texts = [mention_input(ent, context) for _, ent in spans]
         longs = [forms.get((i, ent.start_char, ent.end_char)) for i, ent in spans]
         keyed = self.runtime.cache_keys(self.model, texts + [f for f in longs if f is not None])
+        text_key = getattr(self.candidates, "text_key", lambda text: text)
+        keyed = [(key, text_key(text)) for key, text in
+                 zip(keyed, texts + [f for f in longs if f is not None])]
         long_keys = iter(keyed[len(texts):])
         filtered = self.type_filter is not None
         held_out = held_out_keys(spans)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Set, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -42,9 +42,21 @@ def untrained_pipeline(kb: KnowledgeBase, encoder: str, embedding_cache: Optiona
     return nlp
 
 
+def locate_pipeline(name: Union[str, Path]) -> str:
+    """`name` when it is a pipeline folder or an installed pipeline package; E247
+    otherwise (a path that does not exist, or a file): a typo never falls back to
+    another pipeline. RETURNS (str): the name, unchanged."""
+    import spacy
+
+    if Path(name).is_dir() or (not Path(name).exists() and spacy.util.is_package(str(name))):
+        return str(name)
+    raise BioELError(Errors.E247.format(name=name))
+
+
 def load_pipeline(path: Union[str, Path]) -> Language:
-    """spacy.load, with E240 for a config.cfg or meta.json that does not parse and
-    E231 for a folder holding a link out of it or a special file.
+    """spacy.load, with E247 for a path that is neither a pipeline folder nor an
+    installed package, E240 for a config.cfg, meta.json or vocab/strings.json that
+    does not parse and E231 for a folder holding a link out of it or a special file.
 
     A saved pipeline's config.cfg can name any function registered in spaCy's
     registries by the packages installed in the environment, as spaCy's own
@@ -56,13 +68,20 @@ def load_pipeline(path: Union[str, Path]) -> Language:
 
     from ..files import check_tree
 
+    locate_pipeline(path)
     if Path(path).is_dir():
         check_tree(path)  # before spaCy reads config.cfg: no link out, no FIFO (E231)
         _read_checked(Path(path) / "meta.json", _read_meta)
     config_path = Path(path) / "config.cfg"
     if config_path.exists():
         _read_checked(config_path, lambda p: load_config(p, interpolate=False))
-    return spacy.load(path)
+    try:
+        return spacy.load(path)
+    except (TypeError, AttributeError):  # spaCy reads vocab/strings.json unchecked
+        strings = Path(path) / "vocab" / "strings.json"
+        if Path(path).is_dir():
+            _read_checked(strings, _read_strings)  # E240 when it is what failed
+        raise
 
 
 def _read_meta(path: Path) -> dict:
@@ -72,6 +91,14 @@ def _read_meta(path: Path) -> dict:
     if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) for k in ("lang", "version")):
         raise ValueError("not a JSON object with 'lang' and 'version' strings")
     return meta
+
+
+def _read_strings(path: Path) -> None:
+    import srsly
+
+    strings = srsly.read_json(path)
+    if not isinstance(strings, list) or not all(isinstance(s, str) for s in strings):
+        raise ValueError("not a JSON list of strings")
 
 
 def _read_checked(path: Path, read):
@@ -117,15 +144,59 @@ def load_with_config(path: Union[str, Path], config) -> Language:
 
 # components that find entities: skipped when the linker reads gold spans
 NER_COMPONENTS = ("ner", "entity_ruler", "span_ruler")
+ANY_GROUP = "*"  # a component that writes doc.spans under a key it does not expose
+
+
+def mention_targets(nlp: Language, name: str) -> Set[Optional[str]]:
+    """Where component `name` writes the mentions it finds: None for `doc.ents`, a
+    span group's key for `doc.spans[key]` (`ANY_GROUP` when it does not say which);
+    empty for a component that finds none. Read from its factory's `assigns` (or its
+    name: ner, entity_ruler, span_ruler) and its `key` / `annotate_ents` settings."""
+    pipe = nlp.get_pipe(name)
+    assigns = nlp.get_pipe_meta(name).assigns
+    targets: Set[Optional[str]] = set()
+    if name in ("ner", "entity_ruler") or "doc.ents" in assigns or getattr(pipe, "annotate_ents", False):
+        targets.add(None)
+    if name == "span_ruler" or any(a.startswith("doc.spans") for a in assigns):
+        key = getattr(pipe, "key", None)
+        targets.add(key if isinstance(key, str) else ANY_GROUP)
+    return targets
 
 
 def mention_finders(nlp: Language, linker: BioELLinker) -> List[str]:
-    """The components before `linker` that find mentions: an NER, ruler or span
-    categoriser (by name, or by a factory that assigns `doc.ents` / `doc.spans`).
-    None means the pipeline cannot read plain text (its mentions must be given)."""
+    """The components before `linker` that find the mentions it links: an NER, ruler
+    or span categoriser that writes `doc.ents` for a linker without `spans_key`, or
+    its span group for one with (`mention_targets`). [] means the pipeline cannot read
+    plain text (its mentions must be given)."""
+    key = linker.cfg["spans_key"]
     names = nlp.pipe_names[:nlp.pipe_names.index(linker.name)]
-    return [name for name in names if name in NER_COMPONENTS or any(
-        a == "doc.ents" or a.startswith("doc.spans") for a in nlp.get_pipe_meta(name).assigns)]
+    return [name for name in names if any(
+        target == key or (key is not None and target == ANY_GROUP)
+        for target in mention_targets(nlp, name))]
+
+
+def check_mention_finders(nlp: Language, linker: BioELLinker) -> bool:
+    """Whether the pipeline finds the mentions `linker` links; E249 when a component
+    before it finds mentions but writes them where the linker does not read
+    (`doc.ents` for a linker of a span group, or another group)."""
+    if mention_finders(nlp, linker):
+        return True
+    key = linker.cfg["spans_key"]
+    names = nlp.pipe_names[:nlp.pipe_names.index(linker.name)]
+    elsewhere = {name: mention_targets(nlp, name) for name in names}
+    elsewhere = {name: targets for name, targets in elsewhere.items() if targets}
+    if not elsewhere:
+        return False
+    targets = {t for ts in elsewhere.values() for t in ts}
+    where = sorted("doc.ents" if t is None else f"doc.spans[{t!r}]" for t in targets)
+    keys = sorted(t for t in targets if t not in (None, ANY_GROUP))
+    hint = ("spans_key = null, for doc.ents" if None in targets else
+            f"spans_key = \"{keys[0]}\"" if keys else "the key of its span group")
+    raise BioELError(Errors.E249.format(
+        linker=linker.name, reads="doc.ents" if key is None else f"doc.spans[{key!r}]",
+        finders=", ".join(f"'{n}'" for n in elsewhere),
+        writes=("writes " if len(elsewhere) == 1 else "write ") + " and ".join(where),
+        hint=hint))
 
 
 def upstream_annotated(nlp: Language, linker: BioELLinker, docs: List[Doc]) -> List[Doc]:
@@ -133,13 +204,13 @@ def upstream_annotated(nlp: Language, linker: BioELLinker, docs: List[Doc]) -> L
     no entities, e.g. the transformer a contextual mention tower listens to; the
     docs themselves when there are none."""
     names = nlp.pipe_names
-    finders = set(mention_finders(nlp, linker))
-    upstream = [n for n in names[:names.index(linker.name)] if n not in finders]
+    upstream = [n for n in names[:names.index(linker.name)] if not mention_targets(nlp, n)]
     if not upstream:
         return docs
     with nlp.select_pipes(enable=upstream):
         return list(nlp.pipe(docs))
 
 
-__all__ = ["find_linker", "load_pipeline", "untrained_pipeline", "load_with_config", "repair_pipeline",
-           "upstream_annotated", "mention_finders", "NER_COMPONENTS"]
+__all__ = ["find_linker", "locate_pipeline", "load_pipeline", "untrained_pipeline", "load_with_config", "repair_pipeline",
+           "upstream_annotated", "mention_finders", "mention_targets", "check_mention_finders",
+           "NER_COMPONENTS"]

@@ -9,7 +9,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from spacy.tokens import Doc
 
-from ..pipeline.extensions import DEFAULT_ATTRS
+from ..pipeline.extensions import ATTRS, DEFAULT_ATTRS
+from ..pipeline.mentions import mention_spans
 from .urls import concept_url
 
 NIL_LABEL = "NIL"
@@ -33,8 +34,11 @@ def link_records_of(doc: Doc, kb=None, attrs: Optional[Mapping[str, str]] = None
     """One record per entity of a linked Doc: text, offsets, label, the linked id
     (or NIL), its URL and name, probability, similarity, NIL flag and score, and
     the top candidates with names, scores and URLs. `attrs`: the linker's
-    extension names (its `cfg`; default the component's defaults)."""
-    names = {**{k: v for k, v in DEFAULT_ATTRS.items() if k.endswith("_attr")}, **(attrs or {})}
+    extension names and `spans_key` (its `cfg`; default the component's defaults:
+    `doc.ents`)."""
+    names = {**{k: v for k, v in DEFAULT_ATTRS.items() if k.endswith("_attr")},
+             **{k: attrs[k] for k in ATTRS if attrs and k in attrs}}
+    spans_key = attrs["spans_key"] if attrs and "spans_key" in attrs else None
 
     def get(ent, key):
         name = names[key]
@@ -45,7 +49,7 @@ def link_records_of(doc: Doc, kb=None, attrs: Optional[Mapping[str, str]] = None
         return concept.canonical_name if concept is not None else None
 
     records = []
-    for ent in doc.ents:
+    for ent in mention_spans(doc, spans_key):
         candidates = get(ent, "kb_ents_attr") or []
         is_nil = bool(get(ent, "is_nil_attr")) or ent.kb_id_ in ("", NIL_LABEL)
         kb_id = NIL_LABEL if is_nil else ent.kb_id_
@@ -80,6 +84,7 @@ def _ent_html(doc: Doc, records: Sequence[Dict[str, Any]], colors: Mapping[str, 
     from spacy import displacy
 
     ents = []
+    records = _without_overlaps(records)
     for record in records:
         # displaCy writes label, kb_id and kb_url into the markup as they are: escape them
         ent = {"start": record["start_char"], "end": record["end_char"],
@@ -98,6 +103,16 @@ def _ent_html(doc: Doc, records: Sequence[Dict[str, Any]], colors: Mapping[str, 
                    f' data-nil="{str(record["is_nil"]).lower()}"' + part)
     out += parts[len(records) + 1:]
     return "".join(out)
+
+
+def _without_overlaps(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The records displaCy's entity view can mark: a span group may hold overlapping
+    mentions, of which the view marks the first (longest at a start); the table lists all."""
+    kept: List[Dict[str, Any]] = []
+    for record in sorted(records, key=lambda r: (r["start_char"], -r["end_char"])):
+        if not kept or record["start_char"] >= kept[-1]["end_char"]:
+            kept.append(record)
+    return kept
 
 
 def safe_url(url: Optional[str]) -> str:

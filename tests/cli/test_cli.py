@@ -586,3 +586,33 @@ def test_prepare_obo_dataset_layout(tmp_path):
     info = srsly.read_json(tmp_path / "out" / "dataset.json")
     assert sum(info["splits"].values()) == 60 and all(info["splits"].values())
     assert KnowledgeBase.from_disk(tmp_path / "out" / "kb.bioelkb").name.startswith("HP (hp_test)")
+
+
+def test_link_names_what_it_cannot_use(kb_path, tiny_bert_dir, tmp_path):
+    """A --linker path that does not exist is E247 (never the untrained default), an
+    empty --label E175 (not the NER's fault), a text longer than the NER reads E248,
+    a bracket of white space E198; a bracket ending in a space marks the words only."""
+    assert invoke("link", "[colon cancer]", "--linker", tmp_path / "no-such").exception.code == "E247"
+    assert invoke("link", "[breast cancer]", "--kb", kb_path, "--linker", "exact",
+                  "--label", " ").exception.code == "E175"
+    assert invoke("link", "[ ] and [breast cancer]", "--kb", kb_path,
+                  "--linker", "exact").exception.code == "E198"
+    rows = output_rows(ok("link", "Patients with [breast cancer ].", "--kb", kb_path,
+                          "--linker", "exact").output)
+    assert rows[0][:2] == ["breast cancer", "D000002"]
+    concepts = [(c.concept_id, c.canonical_name) for c in KnowledgeBase.from_disk(kb_path)]
+    save_linker_pipeline(tmp_path / "ner_linker", tiny_bert_dir, concepts, patterns=["breast cancer"])
+    result = invoke("link", "breast cancer. " * 66_667, "--linker", tmp_path / "ner_linker")
+    assert result.exception.code == "E248" and "1,000,005 characters" in str(result.exception)
+
+
+def test_an_os_error_is_one_coded_line(tmp_path, capsys):
+    from spacy_bioel.cli._app import main
+
+    (tmp_path / "kb.txt").write_text("D1||Asthma\n")
+    (tmp_path / "out.bioelkb").mkdir()  # the output is a folder: the OS refuses the write
+    with pytest.raises(SystemExit) as exit_:
+        main(["kb", "build", "medic", str(tmp_path / "kb.txt"), str(tmp_path / "out.bioelkb")])
+    assert exit_.value.code == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("Error:")]
+    assert len(lines) == 1 and lines[0].startswith("Error: [E253] IsADirectoryError"), lines

@@ -95,3 +95,25 @@ def test_a_packaged_pipeline_with_an_ner_links_plain_text(tiny_bert_dir, tmp_pat
     after = link_probe("en_toy_ner_linker", env=env)
     assert [m for m, _ in after] == list(PROBE_MENTIONS)  # found in the plain text
     assert after == before and all(cid.startswith("D") for _, cid in after)
+
+
+def test_packaging_reads_the_pipeline_as_loading_does(trained_dir, tmp_path):
+    """A link out of the pipeline (in vocab/ or at its top) is E231, as loading says,
+    before any wheel is built; the package never lies inside the pipeline (E245), and a
+    folder that is no earlier build is never replaced (E246)."""
+    pipeline, _ = trained_dir
+    secret = tmp_path / "secret.txt"
+    secret.write_text("a key")
+    for link in (pipeline / "vocab" / "extra.txt", pipeline / "notes.txt"):
+        link.symlink_to(secret)
+        result = CliRunner().invoke(app, ["package", str(pipeline), str(tmp_path / "out")])
+        assert result.exception.code == "E231" and str(link) in str(result.exception)
+        assert not list((tmp_path / "out").rglob("*.whl"))
+        link.unlink()
+    result = CliRunner().invoke(app, ["package", str(pipeline), str(pipeline / "dist")])
+    assert result.exception.code == "E245" and not (pipeline / "dist").exists()
+    mine = tmp_path / "out" / "en_bioel_linker-0.1.0"
+    mine.mkdir(parents=True)
+    (mine / "thesis.txt").write_text("mine")
+    result = CliRunner().invoke(app, ["package", str(pipeline), str(tmp_path / "out")])
+    assert result.exception.code == "E246" and (mine / "thesis.txt").read_text() == "mine"

@@ -516,3 +516,12 @@ def test_docbin_round_trip_keeps_overlaps(nlp, tmp_path):
     loaded = list(DocBin().from_bytes(data).get_docs(spacy.blank("en").vocab))
     spans = loaded[0].spans[OVERLAPS_SPANS_KEY]
     assert [(s.start_char, s.end_char, s.kb_id_) for s in spans] == [(23, 29, "D009369")]
+
+
+def test_a_second_abstract_line_is_refused(tmp_path):
+    """One title and one abstract line a document: a second |a| would replace the first."""
+    path = tmp_path / "p.txt"
+    path.write_text("1|t|Colon cancer.\n1|a|First.\n1|a|Second.\n\n", encoding="utf-8")
+    with pytest.raises(CorpusFormatError) as err:
+        list(read_pubtator(path))
+    assert err.value.code == "E050" and "line 3" in str(err.value) and "line 2" in str(err.value)

@@ -88,7 +88,7 @@ def test_linking_a_folder_into_itself_is_refused_and_deletes_nothing(tmp_path, p
     shard(tmp_path / "in" / "part-0.jsonl", rows(3, "x"))
     out = tmp_path if around else tmp_path / "in"  # the output folder holds the input
     result = invoke(pipeline_dir, tmp_path / "in", out, "--overwrite")
-    assert result.exception.code == "E235"
+    assert result.exception.code == "E245"
     assert (tmp_path / "in" / "part-0.jsonl").exists()
 
 
@@ -169,3 +169,93 @@ def _this_process_peak_mb() -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 + 1
+
+
+def test_offsets_are_checked_against_their_text_in_every_shard_format(tmp_path):
+    """PubTator annotations and JSONL entities that give their text go through the
+    converters' one check: moved to where their text is (within 50 characters), or
+    set aside with the reason; an offset past the text is left to `place`."""
+    from spacy_bioel.corpus_linking.records import input_mention_count, iter_shard
+
+    (tmp_path / "p.txt").write_text(
+        "1|t|Colon cancer.\n1|a|And asthma.\n1\t0\t12\tColon cancer\tDisease\tD1\n"
+        "1\t3\t9\tasthma\tDisease\tD3\n1\t2\t8\theart attack\tDisease\tD2\n\n")
+    (record,) = iter_shard(tmp_path / "p.txt")
+    assert record["ents"] == [[0, 12, "Disease"], [18, 24, "Disease"]]
+    assert record["repaired"] == [[3, 9, 18, 24]]
+    ((start, end, label, reason),) = record["unplaced"]
+    assert (start, end) == (2, 8) and "'heart attack'" in reason
+    assert input_mention_count(record, None) == 3
+    shard(tmp_path / "a.jsonl", [{"id": "a", "text": "colon cancer", "entities": [
+        {"start": 0, "end": 12, "text": "colon cancer"}, {"start": 0, "end": 5, "text": "asthma"},
+        [3, 99, "D"]]}])
+    (record,) = iter_shard(tmp_path / "a.jsonl")
+    assert record["ents"] == [[0, 12, "ENTITY"], [3, 99, "D"]] and len(record["unplaced"]) == 1
+
+
+def test_docbin_shards_bring_their_span_groups_and_overlaps(tmp_path, pipeline_dir):  # noqa: F811
+    """A DocBin document brings doc.ents (with the converters' overlapping mentions,
+    counted when skipped) and its span groups; a linker with spans_key reads its own."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    from spacy_bioel.corpora.documents import DOC_ID_KEY, OVERLAPS_SPANS_KEY
+    from spacy_bioel.corpus_linking.records import input_mention_count, iter_shard, record_mentions
+
+    doc = spacy.blank("en")("colon cancer and heart attack")
+    doc.ents = [doc.char_span(0, 12, "Disease")]
+    doc.spans[OVERLAPS_SPANS_KEY] = [doc.char_span(0, 5, "Disease")]
+    doc.spans["sc"] = [doc.char_span(0, 12, "Disease"), doc.char_span(17, 29, "Disease")]
+    doc.user_data[DOC_ID_KEY] = "PMID1"
+    DocBin(docs=[doc], store_user_data=True).to_disk(tmp_path / "d.spacy")
+    (record,) = iter_shard(tmp_path / "d.spacy")
+    assert record["id"] == "PMID1" and record["ents"] == [[0, 12, "Disease"], [0, 5, "Disease"]]
+    assert record_mentions(record, "sc") == [[0, 12, "Disease"], [17, 29, "Disease"]]
+    assert input_mention_count(record, None) == 2 and input_mention_count(record, "other") == 2
+    with pytest.warns(BioELWarning, match="W012"):
+        result = invoke(pipeline_dir, tmp_path / "d.spacy", tmp_path / "out", "--report", tmp_path / "r.json")
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["mentions"] == 1 and report["skipped_mentions"] == 1  # the overlap, counted
+    assert report["verify"]["mentions_unaccounted"] == 0
+
+
+def test_a_document_longer_than_the_ner_reads_is_counted_not_fatal(tmp_path, pipeline_dir):  # noqa: F811
+    import spacy
+
+    max_length = spacy.blank("en").max_length
+    long_text = "colon cancer. " * (max_length // 14 + 1)
+    shard(tmp_path / "a.jsonl", [{"id": "short", "text": "the patient has colon cancer."},
+                                 {"id": "long", "text": long_text}])
+    with pytest.warns(BioELWarning, match="W017"):
+        result = invoke(pipeline_dir, tmp_path / "a.jsonl", tmp_path / "out", "--report", tmp_path / "r.json")
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["documents"] == 2 and report["skipped_documents"] == 1
+    assert report["verify"]["lost"] == 0
+    records = {r["id"]: r for r in read_outputs(tmp_path / "out")}
+    assert records["long"]["entities"] == [] and "max_length" in records["long"]["skipped_document"]
+    assert records["short"]["entities"]
+    result = invoke(pipeline_dir, tmp_path / "a.jsonl", tmp_path / "out2", "--strict")
+    assert result.exception.code == "E248"
+
+
+def test_what_link_corpus_owns_and_what_it_never_touches(tmp_path, pipeline_dir):  # noqa: F811
+    shard(tmp_path / "a.jsonl", rows(2, "x"))
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.txt").write_text("three years")
+    for output, code in ((tmp_path / "mine", "E246"), (pipeline_dir, "E245"), (tmp_path, "E245")):
+        result = invoke(pipeline_dir, tmp_path / "a.jsonl", output)
+        assert result.exception.code == code, output
+    result = invoke(tmp_path / "no-such", tmp_path / "a.jsonl", tmp_path / "mine")
+    assert result.exception.code == "E247"
+    for report in (tmp_path / "a.jsonl", pipeline_dir / "config.cfg", tmp_path / "out" / "r.json"):
+        result = invoke(pipeline_dir, tmp_path / "a.jsonl", tmp_path / "out", "--report", report)
+        assert result.exception.code == "E245", report
+    assert (tmp_path / "mine" / "thesis.txt").read_text() == "three years"
+    assert json.loads((tmp_path / "a.jsonl").read_text().splitlines()[0])["id"] == "0"
+    assert invoke(pipeline_dir, tmp_path / "a.jsonl", tmp_path / "out").exit_code == 0
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    assert invoke(pipeline_dir, tmp_path / "a.jsonl", tmp_path / "out", "--overwrite").exit_code == 0
+    assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
+    assert len(read_outputs(tmp_path / "out")) == 2

@@ -203,3 +203,23 @@ def test_a_float16_index_reads_the_float32_entry_of_the_same_names(tiny_bert_dir
     assert np.array_equal(half.index.store.vectors(),
                           full.index.store.vectors().astype(np.float16).astype(np.float32))
     assert not list((tmp_path / "cache" / "names").glob("names-*-f16.npy"))
+
+
+def test_a_read_only_cache_is_read_and_never_written(tmp_path, monkeypatch):
+    """A complete entry is read without the lock (a read-only folder cannot hold one);
+    in a read-only folder without the entry the names are encoded and nothing is written."""
+    import os
+
+    whole, _ = run(tmp_path)
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, *a, **k: False if mode & os.W_OK
+                        else real(path, mode))
+    monkeypatch.setattr(EmbeddingCache, "lock", lambda self: pytest.fail("took the write lock"))
+    calls = []
+    again, _ = run(tmp_path, calls)
+    assert calls == [] and np.array_equal(again, whole)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    encoded, resumed = run(empty, calls)
+    assert calls == [0, 10, 20] and resumed == 0 and np.array_equal(encoded, whole)
+    assert list(empty.iterdir()) == []

@@ -171,3 +171,22 @@ def test_an_empty_or_nil_concept_id_is_refused(concept_id):
     with pytest.raises(KBFormatError) as err:
         kb.add(Concept(concept_id, "asthma"), path="kb.tsv", line=3)
     assert err.value.code == "E022" and "kb.tsv, line 3" in str(err.value)
+
+
+def test_ids_are_stripped_in_one_place_and_resolve():
+    kb = KnowledgeBase(strip_prefixes=("MESH:",))
+    kb.add(Concept(" D001 ", "colon cancer", alt_ids=(" OMIM:1", "", "OMIM:1")))
+    assert [c.concept_id for c in kb] == ["D001"] and kb["D001"].alt_ids == ("OMIM:1",)
+    kb.finalize_alt_ids()
+    assert kb.resolve("MESH: D001") == kb.resolve("OMIM:1") == "D001"
+
+
+@pytest.mark.parametrize("concept_id, what", [("D0 01", "white space"), ("D1|D2", "'|'"),
+                                              ("D1+D2", "'+'"), ("D1\x07", "control character")])
+def test_an_id_no_gold_field_or_column_can_hold_is_refused(concept_id, what):
+    kb = KnowledgeBase()
+    with pytest.raises(KBFormatError) as err:
+        kb.add(Concept(concept_id, "asthma"), path="kb.tsv", line=3)
+    assert err.value.code == "E250" and "kb.tsv, line 3" in str(err.value) and what in str(err.value)
+    with pytest.raises(KBFormatError, match="E250"):
+        kb.add(Concept("D3", "asthma", alt_ids=(concept_id,)))

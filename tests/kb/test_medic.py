@@ -2,7 +2,7 @@ import gzip
 
 import pytest
 
-from spacy_bioel.errors import KBFormatError
+from spacy_bioel.errors import BioELError, KBFormatError
 from spacy_bioel.kb import load_kb
 from spacy_bioel.kb.medic import load_ctd_diseases, load_medic_dictionary, normalize_medic_id
 
@@ -101,3 +101,20 @@ def test_ctd_errors(tmp_path):
     with pytest.raises(KBFormatError) as err:
         load_ctd_diseases(path, progress=False)
     assert err.value.code == "E014"
+
+
+def test_a_space_after_the_mesh_prefix_and_old_mac_line_endings(tmp_path):
+    """'MESH: D001' is D001 (not ' D001', which nothing resolves); a file whose lines
+    end in '\\r' alone loads line by line, also as UTF-16 without a byte-order mark."""
+    text = "MESH: D001||Colon cancer|colon carcinoma\rD002||Asthma\r"
+    (tmp_path / "cr.txt").write_text(text, newline="")
+    kb = load_medic_dictionary(tmp_path / "cr.txt", progress=False)
+    assert [c.concept_id for c in kb] == ["D001", "D002"] and kb["D001"].synonyms == ("colon carcinoma",)
+    for codec in ("utf-16-le", "utf-16-be", "utf-32-le"):
+        (tmp_path / codec).write_bytes(text.encode(codec))
+        kb = load_medic_dictionary(tmp_path / codec, progress=False, encoding=codec[:6])
+        assert [c.concept_id for c in kb] == ["D001", "D002"], codec
+    (tmp_path / "utf8.txt").write_text(text)
+    with pytest.raises(BioELError) as err:  # the byte order cannot be told
+        load_medic_dictionary(tmp_path / "utf8.txt", progress=False, encoding="utf-16")
+    assert err.value.code == "E251"

@@ -161,3 +161,11 @@ def test_default_namespace_is_the_type_of_terms_without_one(tmp_path):
     assert kb["HP:0000001"].types == ("hp_default",)  # no namespace clause: the header's
     assert kb["HP:0000118"].types == ("human_phenotype",)  # its own clause wins
     assert kb["UBERON:0000955"].types == ("hp_default",)
+
+
+def test_an_unknown_synonym_scope_is_refused_not_every_synonym_dropped(tmp_path):
+    with pytest.raises(BioELError) as err:
+        load_obo(write(tmp_path, OBO), synonym_scopes=["EXCAT"], progress=False)
+    assert err.value.code == "E175" and "EXCAT" in str(err.value)
+    kb = load_obo(write(tmp_path, OBO), synonym_scopes=["exact"], progress=False)  # any case
+    assert kb["HP:0000118"].synonyms == ("Organ abnormality",)

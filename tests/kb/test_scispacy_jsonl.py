@@ -184,3 +184,15 @@ def test_scispacy_jsonl_e008_missing_file(tmp_path: Path):
     with pytest.raises(BioELError) as err:
         load_scispacy_jsonl(tmp_path / "missing.jsonl", progress=False)
     assert err.value.code == "E008"
+
+
+def test_a_lone_surrogate_is_a_coded_line(tmp_path: Path):
+    """JSON can escape half a surrogate pair ("\\ud800"): not Unicode text (E001, its line)."""
+    path = tmp_path / "kb.jsonl"
+    path.write_text('{"concept_id": "C1", "canonical_name": "fine"}\n'
+                    '{"concept_id": "C2", "canonical_name": "a \\ud800"}\n', encoding="utf-8")
+    with pytest.raises(KBFormatError) as err:
+        load_scispacy_jsonl(path, progress=False)
+    assert err.value.code == "E001" and "line 2" in str(err.value) and "surrogate" in str(err.value)
+    path.write_text('{"concept_id": "C1", "canonical_name": "\\ud83d\\ude00 pair"}\n', encoding="utf-8")
+    assert load_scispacy_jsonl(path, progress=False)["C1"].canonical_name == "\U0001F600 pair"

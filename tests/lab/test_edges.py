@@ -35,25 +35,29 @@ def test_classification_tells_each_outcome_apart(workspace):
     import time
 
     from spacy_bioel.errors import BioELError, Errors
-    from bench.hostile import Case
+    from bench.hostile import Case, _harm_after
 
     def coded(ws):
-        raise BioELError(Errors.E235.format(path="x"))
+        raise BioELError(Errors.E245.format(command="c", path="x", relation="is", what="w", target="t"))
 
     def crash(ws):
         raise KeyError("boom")
 
+    def deleted_then_refused(ws):  # the harm found after a coded refusal is what counts
+        return _harm_after(coded, lambda: "deleted the user's folder")
+
     rows = []
-    for case in [Case("g", "coded", "coded", coded, "E235"), Case("g", "wrong code", "coded", coded, "E001"),
+    for case in [Case("g", "coded", "coded", coded, "E245"), Case("g", "wrong code", "coded", coded, "E001"),
                  Case("g", "clean", "clean", lambda ws: None),
                  Case("g", "accepted", "coded", lambda ws: None),
                  Case("g", "wrong result", "clean", lambda ws: "lost a document"),
                  Case("g", "crash", "clean", crash),
-                 Case("g", "hang", "clean", lambda ws: time.sleep(5), timeout=0.2)]:
+                 Case("g", "hang", "clean", lambda ws: time.sleep(5), timeout=0.2),
+                 Case("g", "escape", "coded", lambda ws: deleted_then_refused(ws), "E245")]:
         outcome, _ = classify(case, workspace)
         rows.append({"group": case.group, "name": case.name, "outcome": outcome, "detail": ""})
     assert [r["outcome"] for r in rows] == ["coded", "silent_wrong", "clean", "silent_wrong",
-                                           "silent_wrong", "crash", "hang"]
-    assert summarize(rows)["all"] == {"cases": 7, "coded": 1, "clean": 1, "crash": 1,
-                                      "silent_wrong": 3, "hang": 1}
-    assert "| g | 7 | 1 | 1 | 1 | 3 | 1 |" in table(rows)
+                                           "silent_wrong", "crash", "hang", "escape"]
+    assert summarize(rows)["all"] == {"cases": 8, "coded": 1, "clean": 1, "crash": 1,
+                                      "silent_wrong": 3, "hang": 1, "escape": 1}
+    assert "| g | 8 | 1 | 1 | 1 | 3 | 1 | 1 |" in table(rows)

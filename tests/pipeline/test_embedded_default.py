@@ -112,3 +112,62 @@ def test_no_cache_and_no_onnx(tiny_bert_dir, monkeypatch):
     nlp = default_pipeline(toy_kb(), str(tiny_bert_dir))
     assert find_linker(nlp).runtime.name == "torch" and entries(cache) == []
     assert find_linker(nlp).cfg["retrieve_k"] == 16  # the fast settings without the onnx extra
+
+
+def test_a_read_only_cache_is_read(tiny_bert_dir, monkeypatch):
+    """A complete cache baked into a container image is read, not built again; the
+    folder is read-only for this user (os.access says so: root may write anyway)."""
+    cache = Path(os.environ["SPACY_BIOEL_CACHE"])
+    want = links(default_pipeline(toy_kb(), str(tiny_bert_dir)))
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, *a, **k: False if mode & os.W_OK and
+                        str(Path(path).resolve()).startswith(str(cache.resolve())) else real(path, mode))
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("the read-only entry was not used")
+
+    monkeypatch.setattr(embedded_default, "untrained_pipeline", no_build)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not even a warning: the cache works as it should
+        assert links(default_pipeline(toy_kb(), str(tiny_bert_dir))) == want
+
+
+def test_an_entry_is_checked_against_its_key_and_never_deleted_when_foreign(tiny_bert_dir):
+    import shutil
+
+    cache = Path(os.environ["SPACY_BIOEL_CACHE"]) / "pipelines"
+    default_pipeline(toy_kb(), str(tiny_bert_dir))
+    key = pipeline_key(toy_kb(), str(tiny_bert_dir))
+    other = pipeline_key(toy_kb(extra=True), str(tiny_bert_dir))
+    default_pipeline(toy_kb(extra=True), str(tiny_bert_dir))
+    shutil.rmtree(cache / key)
+    shutil.copytree(cache / other, cache / key)  # another KB's pipeline, placed under the key
+    with pytest.warns(BioELWarning, match="W016.*not the cache entry"):
+        nlp = default_pipeline(toy_kb(), str(tiny_bert_dir))
+    assert len(find_linker(nlp).kb) == 3  # built from the KB asked for, in memory
+    assert len(find_linker(default_pipeline(toy_kb(extra=True), str(tiny_bert_dir))).kb) == 4
+    assert (cache / key).is_dir()  # the folder it did not write is left where it was
+
+
+def test_a_killed_build_is_cleaned_up_by_the_next_one(tiny_bert_dir):
+    import json
+    import subprocess
+    import sys
+
+    from spacy_bioel.outputs import MARKER, write_partial_marker
+
+    cache = Path(os.environ["SPACY_BIOEL_CACHE"]) / "pipelines"
+    key = pipeline_key(toy_kb(), str(tiny_bert_dir))
+    cache.mkdir(parents=True, exist_ok=True)
+    dead = cache / f".{key}.0badc0de.partial"
+    alive = cache / f".{key}.0000beef.partial"
+    for folder in (dead, alive):
+        folder.mkdir()
+        write_partial_marker(folder, embedded_default.ENTRY)  # this process: alive
+    gone = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True).stdout)
+    marker = json.loads((dead / MARKER).read_text())
+    (dead / MARKER).write_text(json.dumps({**marker, "pid": gone}))
+    default_pipeline(toy_kb(), str(tiny_bert_dir))
+    assert not dead.exists() and alive.exists()
+    assert entries(cache.parent) == sorted([key, alive.name])

@@ -203,3 +203,24 @@ def test_with_context_the_key_holds_the_context(tiny_bert_dir, monkeypatch):
         docs.append(doc)
     linked(nlp, docs)
     assert sorted(encoded) == ["mild [M] asthma [/M] today", "severe [M] asthma [/M] today"]
+
+
+def test_a_decision_is_keyed_by_what_every_stage_reads(tiny_bert_dir):
+    """The encoder strips accents and TF-IDF does not: with hybrid candidates,
+    'Meniere disease' links as it does alone after 'Ménière disease' in one document."""
+    kb = KnowledgeBase(name="accents")
+    for cid, name in (("D1", "Ménière disease"), ("D2", "Meniere syndrome"), ("D3", "asthma")):
+        kb.add(Concept(cid, name))
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir, candidates={
+        "@misc": "spacy-bioel.HybridCandidates.v1", "sparse_weight": 0.9}))
+    linker.set_kb(kb)
+    nlp.initialize(lambda: [])
+
+    def link(text, spans):
+        doc = nlp.make_doc(text)
+        doc.ents = [doc.char_span(s, e, "Disease") for s, e in spans]
+        return [[(c, round(p, 4)) for c, p in e._.kb_ents] for e in nlp(doc).ents]
+
+    accented, plain = link("Ménière disease, then Meniere disease", [(0, 15), (22, 37)])
+    assert plain == link("Meniere disease", [(0, 15)])[0] and plain != accented

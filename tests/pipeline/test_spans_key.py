@@ -92,3 +92,44 @@ def test_spans_key_is_checked(tiny_bert_dir):
     assert linker.cfg["spans_key"] is None
     with pytest.raises(BioELError, match="E175"):
         linker.set_option("spans_key", "  ")
+
+
+def test_two_spans_with_one_offset_pair_keep_their_own_values(nlp):
+    """Extension values belong to a span, not to its offsets: two spans of the group
+    with the same offsets and other labels read their own candidates and probability."""
+    doc = nlp.make_doc(TEXT)
+    doc.spans["sc"] = [Span(doc, 7, 8, label="Disease"), Span(doc, 7, 8, label="Finding")]
+    doc = nlp(doc)
+    first, second = doc.spans["sc"]
+    first._.kb_prob, second._.kb_prob = 0.25, 0.75
+    first._.kb_ents = [("D3", 1.0)]
+    assert (doc.spans["sc"][0]._.kb_prob, doc.spans["sc"][1]._.kb_prob) == (0.25, 0.75)
+    assert doc.spans["sc"][1]._.kb_ents != [("D3", 1.0)]
+
+
+def test_text_doors_put_mentions_where_the_linker_reads_them(nlp):
+    """`link` / `visualize`: bracketed mentions go to the linker's span group; an NER
+    that writes doc.ents before a span-group linker is E249, not every mention NIL."""
+    from spacy_bioel.pipeline.loading import mention_finders
+    from spacy_bioel.pipeline.text import link_text
+
+    doc = link_text(nlp, "Carriers of [breast cancer] and [asthma ] .")
+    assert [s.text for s in doc.spans["sc"]] == ["breast cancer", "asthma"] and not doc.ents
+    assert all(s._.kb_ents for s in doc.spans["sc"])
+    ruler = nlp.add_pipe("entity_ruler", before="bioel_linker")
+    try:
+        ruler.add_patterns([{"label": "Disease", "pattern": "asthma"}])
+        linker = nlp.get_pipe("bioel_linker")
+        assert mention_finders(nlp, linker) == []
+        with pytest.raises(BioELError) as err:
+            link_text(nlp, "asthma here")
+        assert err.value.code == "E249" and "spans_key = null" in str(err.value)
+        span_ruler = nlp.add_pipe("span_ruler", before="bioel_linker", config={"spans_key": "sc"})
+        span_ruler.add_patterns([{"label": "Disease", "pattern": "asthma"}])
+        assert mention_finders(nlp, linker) == ["span_ruler"]
+        doc = link_text(nlp, "asthma here")
+        assert [s.text for s in doc.spans["sc"]] == ["asthma"]
+    finally:
+        for name in ("entity_ruler", "span_ruler"):
+            if name in nlp.pipe_names:
+                nlp.remove_pipe(name)
