@@ -14,7 +14,9 @@ user would meet it (through `python -m spacy_bioel ...`, `spacy.load`,
 
 `python -m bench reliability` runs them on a small pipeline over the
 embedded encoder (or the one it is given) and writes the counts per group; the
-tests run the same cases on a tiny random encoder.
+tests run the same cases on a tiny random encoder. Round three's cases (output
+folders, packaging, span groups, paths, offsets, tracebacks, KB ids, the caches)
+are in `bench.hostile3`; `cases()` returns both rounds.
 """
 from __future__ import annotations
 
