@@ -23,6 +23,7 @@ import srsly
 from spacy import util
 
 from ..datastore.knn import DatastoreKNN
+from ..encoders.runtime import ONNX_META
 from ..encoders.thinc_biencoder import is_built
 from ..encoders.tokenize import BatchTokenizer
 from ..errors import BioELError, Errors, Warnings, warn
@@ -158,7 +159,8 @@ def to_disk(linker: Saved, path, exclude: Iterable[str]) -> None:
     path = util.ensure_path(path)
     unlink_links(path)  # saving over a folder never writes through a link out of it
     util.to_disk(path, _writers(linker), exclude)
-    if not linker.runtime.has_files and "runtime" not in exclude and (path / "runtime").is_dir():
+    if not linker.runtime.has_files and "runtime" not in exclude and \
+            (path / "runtime" / ONNX_META).is_file():  # the ONNX runtime's own folder (its record)
         shutil.rmtree(path / "runtime")  # saved over a pipeline that was served by ONNX
     write_manifest(path)
 
