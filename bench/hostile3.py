@@ -446,6 +446,12 @@ def _ray_workers(ws: Workspace) -> Optional[str]:
                 if any("default_worker.py" in part for part in (process.info["cmdline"] or [])):
                     seen.add(process.pid)
             time.sleep(0.05)
+    import logging
+
+    # two CPUs, as on the machine the finding was made on: Ray may start idle workers up to the
+    # CPU count, so the count is only comparable on a cluster of a known size
+    ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
     thread = threading.Thread(target=poll, daemon=True)
     thread.start()
     try:
