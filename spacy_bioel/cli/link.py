@@ -1,8 +1,6 @@
 """`link`: link the [bracketed] mentions of a text and print concept, name, score."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 from ..errors import BioELError, Errors
@@ -50,8 +48,9 @@ def link(
     setup_logging(verbose)
     check_label(label)
     _, spans = parse_bracketed(text)
-    # a named pipeline must exist (E247): a typo never falls back to the untrained default
-    saved = linker not in BUILT_IN and locate_pipeline(linker) is not None
+    saved = linker not in BUILT_IN
+    if saved:  # a named pipeline must exist (E247): a typo never falls back to the untrained default
+        locate_pipeline(linker)
     if not spans and not saved:
         raise BioELError(Errors.E198.format(text=preview(text), why="no [bracketed] mention"))
     kb = KnowledgeBase.from_disk(kb_path)
@@ -71,7 +70,7 @@ def link(
         if saved:
             from ..pipeline.loading import load_pipeline
 
-            pipeline = load_pipeline(Path(linker)) if Path(linker).is_dir() else spacy.load(linker)
+            pipeline = load_pipeline(linker)  # a folder or an installed package
             kb = find_linker(pipeline).kb
         else:
             from ..pipeline.embedded_default import default_pipeline

@@ -317,7 +317,7 @@ def _with_extras(record: Record, **extras: Any) -> Record:
 
 def record_mentions(record: Record, spans_key: Optional[str]) -> Optional[List[List[Any]]]:
     """The input mentions of `record` for a linker with `spans_key` (as
-    `pipeline.mentions.given_mentions` reads a Doc): a DocBin document's span group
+    `pipeline.mentions.for_linker` reads a Doc): a DocBin document's span group
     `spans_key` where it has one, else its entities; None when the pipeline's NER
     finds them."""
     groups = record.get("groups") or {}

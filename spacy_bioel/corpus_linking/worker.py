@@ -46,16 +46,15 @@ class LinkWorker:
         """Linked output records, in input order; each keeps the input mentions
         it could not place ("skipped", with the reason; E234 when strict)."""
         docs, skipped = [], []
-        for record in records:
-            doc, missed = self._doc(record)
+        given_mentions = [self._mentions(record) for record in records]
+        for record, mentions in zip(records, given_mentions):
+            doc, missed = self._doc(record, mentions)
             docs.append(doc)
             skipped.append(missed)
         # given mentions are linked as given: the components that find mentions do not run on
         # them (an NER would add its own); documents the NER cannot read stay out of nlp.pipe
-        given = [i for i, (r, d) in enumerate(zip(records, docs)) if d is not None and
-                 self._mentions(r) is not None]
-        found = [i for i, (r, d) in enumerate(zip(records, docs)) if d is not None and
-                 self._mentions(r) is None]
+        given = [i for i, (m, d) in enumerate(zip(given_mentions, docs)) if d is not None and m is not None]
+        found = [i for i, (m, d) in enumerate(zip(given_mentions, docs)) if d is not None and m is None]
         linked_docs: List[Any] = [None] * len(docs)
         with self.nlp.select_pipes(disable=self.writers):
             for i, doc in zip(given, self.nlp.pipe([docs[i] for i in given], batch_size=self.batch_size)):
@@ -66,9 +65,9 @@ class LinkWorker:
 
         cfg = self.linker.cfg
         out = []
-        for record, doc, missed in zip(records, linked_docs, skipped):
+        for record, mentions, doc, missed in zip(records, given_mentions, linked_docs, skipped):
             linked = {"id": record["id"], "text": record["text"], "skipped": missed,
-                      "mentions_from": "ner" if self._mentions(record) is None else "input"}
+                      "mentions_from": "ner" if mentions is None else "input"}
             if record.get("repaired"):
                 linked["repaired"] = record["repaired"]
             if doc is None:  # longer than the NER reads (counted, E248 with --strict)
@@ -92,12 +91,12 @@ class LinkWorker:
         return (f"{len(record['text']):,} characters, more than the pipeline's nlp.max_length "
                 f"({self.nlp.max_length:,}): its NER did not read it")
 
-    def _doc(self, record: Record):
-        """The record's Doc with its placeable mentions as ents, and the others."""
+    def _doc(self, record: Record, mentions: Optional[List[List[Any]]]):
+        """The record's Doc with its placeable `mentions` (`_mentions`) where the linker
+        reads them, and the others; (None, []) for a text longer than its NER reads."""
         from ..corpora.documents import tokens_aligned_to
         from ..pipeline.mentions import set_mentions
 
-        mentions = self._mentions(record)
         if mentions is None:  # the pipeline's own NER finds the mentions
             if not self.finds_mentions:
                 from ..pipeline.loading import check_mention_finders

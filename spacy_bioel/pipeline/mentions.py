@@ -33,18 +33,11 @@ def set_mentions(doc: Doc, spans: List[Span], spans_key: Optional[str] = None) -
         doc.spans[spans_key] = spans
 
 
-def given_mentions(doc: Doc, spans_key: Optional[str] = None) -> List[Span]:
-    """The mentions a document brings for a linker with `spans_key`: `doc.ents`, or
-    its span group `spans_key` where it has one, else its `doc.ents` (a DocBin
-    converted for another linker): what `link-corpus` and `visualize --input` read."""
-    if spans_key is not None and spans_key in doc.spans:
-        return list(doc.spans[spans_key])
-    return list(doc.ents)
-
-
 def for_linker(doc: Doc, spans_key: Optional[str] = None) -> Doc:
-    """`doc` with its given mentions (`given_mentions`) where a linker with
-    `spans_key` reads them (its `doc.ents` copied into the group when it has none)."""
+    """`doc` with the mentions it brings where a linker with `spans_key` reads them:
+    its span group `spans_key` where it has one, else its `doc.ents` copied into that
+    group (a DocBin converted for another linker; `link-corpus` reads a shard's
+    documents the same way, `corpus_linking.records.record_mentions`)."""
     if spans_key is not None and spans_key not in doc.spans:
         doc.spans[spans_key] = list(doc.ents)
     return doc
@@ -171,5 +164,5 @@ def mention_alternatives(spans: List[Tuple[int, Span]], context_window: int,
     return texts, labels, owner
 
 
-__all__ = ["mention_spans", "set_mentions", "given_mentions", "for_linker", "write_spans", "HELD_OUT_KNN", "held_out_key", "has_alnum", "mention_input", "span_of_input",
+__all__ = ["mention_spans", "set_mentions", "for_linker", "write_spans", "HELD_OUT_KNN", "held_out_key", "has_alnum", "mention_input", "span_of_input",
            "gold_mentions", "linkable_gold", "training_spans", "long_forms", "mention_alternatives", "mention_batches", "PIPE_MENTIONS", "PIPE_MAX_FACTOR"]
