@@ -144,10 +144,10 @@ def remove_owned(folder: Path, is_owned: Callable[[str], bool]) -> List[str]:
     return left
 
 
-def remove_stale_partials(parent: Path, prefix: str, suffix: str, max_age_s: float) -> int:
-    """Remove the partial folders `parent/PREFIX*SUFFIX` that a killed writer left:
-    those whose owner process (their `MARKER`'s pid, on this host) is gone, or that
-    carry no marker and are older than `max_age_s` (killed before writing one).
+def remove_stale_partials(parent: Path, prefix: str, suffix: str, command: str) -> int:
+    """Remove the partial folders `parent/PREFIX*SUFFIX` that a killed `command` left:
+    those whose marker (`write_partial_marker`) names `command` and a process of this
+    host that is gone. A folder without that marker is never removed, whatever its name.
     RETURNS (int): how many were removed."""
     removed = 0
     if not parent.is_dir():
@@ -157,12 +157,9 @@ def remove_stale_partials(parent: Path, prefix: str, suffix: str, max_age_s: flo
                 path.is_symlink() or not path.is_dir():
             continue
         marker = read_marker(path)
-        if marker is not None:
-            if _alive(marker):
-                continue
-        elif time.time() - path.stat().st_mtime < max_age_s:
+        if marker is None or marker.get("command") != command or _alive(marker):
             continue
-        shutil.rmtree(path, ignore_errors=True)  # a partial folder of our own naming, abandoned
+        shutil.rmtree(path, ignore_errors=True)  # our own partial folder (its marker), abandoned
         removed += not path.exists()
     return removed
 
@@ -175,9 +172,11 @@ def write_partial_marker(folder: Path, command: str) -> None:
 
 
 def _alive(marker: dict) -> bool:
-    pid, host = marker.get("pid"), marker.get("host")
-    if not isinstance(pid, int) or host != platform.node():
-        return host is not None and host != platform.node()  # another host's: keep it
+    """Whether the process a partial marker names may still be writing (another host's,
+    or one that does not say, counts as alive)."""
+    pid = marker.get("pid")
+    if marker.get("host") != platform.node() or not isinstance(pid, int):
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -75,22 +75,26 @@ def test_only_the_commands_own_files_are_removed(tmp_path):
     assert remove_owned(unmarked, lambda name: True) == ["part-1.jsonl"]  # not its folder
 
 
-def test_abandoned_partial_folders_go_and_live_ones_stay(tmp_path):
+def test_abandoned_partial_folders_go_and_the_rest_stay(tmp_path):
+    """Only a partial folder marked by this command, whose process is gone, is removed:
+    not a live one, not another command's, not one without a marker (never ours to know)."""
     dead_pid = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                                   capture_output=True, text=True, check=True).stdout)
-    folders = {name: tmp_path / f".key.{name}.partial" for name in ("dead", "live", "old", "young")}
+    folders = {name: tmp_path / f".key.{name}.partial" for name in ("dead", "live", "other", "unmarked")}
     for folder in folders.values():
         folder.mkdir()
     for name in ("dead", "live"):
         write_partial_marker(folders[name], "cmd")
-    marker = json.loads((folders["dead"] / MARKER).read_text())
-    (folders["dead"] / MARKER).write_text(json.dumps({**marker, "pid": dead_pid}))
+    write_partial_marker(folders["other"], "another command")
+    for name in ("dead", "other"):
+        marker = json.loads((folders[name] / MARKER).read_text())
+        (folders[name] / MARKER).write_text(json.dumps({**marker, "pid": dead_pid}))
     hour_ago = time.time() - 3700
-    os.utime(folders["old"], (hour_ago, hour_ago))
+    os.utime(folders["unmarked"], (hour_ago, hour_ago))
     (tmp_path / "key.entry").mkdir()  # not a partial folder's name: never touched
-    assert remove_stale_partials(tmp_path, ".key.", ".partial", 3600) == 2
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".key.live.partial", ".key.young.partial",
-                                                          "key.entry"]
+    assert remove_stale_partials(tmp_path, ".key.", ".partial", "cmd") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".key.live.partial", ".key.other.partial", ".key.unmarked.partial", "key.entry"]
 
 
 def test_a_folder_of_only_the_commands_own_files_is_an_earlier_run(tmp_path):

@@ -136,7 +136,7 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
             warn(Warnings.W016.format(path=folder, problem=" ".join(str(err).split())[:200] + (
                 "; it is built again and saved in its place")))
             shutil.rmtree(folder, ignore_errors=True)  # our own entry (its marker), damaged
-    removed = remove_stale_partials(Path(root), f".{key}.", ".partial", PARTIAL_MAX_AGE_S)
+    removed = remove_stale_partials(Path(root), f".{key}.", ".partial", ENTRY)
     if removed:
         logger.info("Removed %d unfinished build(s) of %s left by a killed process", removed, key)
     logger.info("Building the default pipeline on %s (%d concepts); it is saved in %s for the "
@@ -147,9 +147,8 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
 
 
 # a cache entry's marker names it (`outputs.MARKER`, command ENTRY, its key); an unfinished
-# build's marker names its process, and one without a marker this old was killed before writing it
+# build's marker names its process
 ENTRY = "default-pipeline"
-PARTIAL_MAX_AGE_S = 3600.0
 
 
 def _save(nlp: Language, folder: Path, key: str) -> None:
