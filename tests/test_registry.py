@@ -144,7 +144,7 @@ def test_every_shipped_config_resolves_its_stages(path):
     assert nlp.config["training"]["before_to_disk"]["@callbacks"] == "spacy-bioel.RefreshLinkers.v1"
 
 
-@pytest.mark.parametrize("path", sorted(CONFIGS.glob("ner_*.cfg")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("ner_linker_*.cfg")), ids=lambda p: p.name)
 def test_ner_configs_train_an_ner_before_a_frozen_sourced_linker(path):
     """configs/ner_linker_*.cfg (the sourced linker swapped for a fresh one) build
     the NER's features, the NER and the linker, and train the NER alone."""
@@ -156,6 +156,22 @@ def test_ner_configs_train_an_ner_before_a_frozen_sourced_linker(path):
     assert nlp.pipe_names[1:] == ["ner", "bioel_linker"]
     assert nlp.config["training"]["frozen_components"] == ["bioel_linker"]
     assert nlp.config["corpora"]["train"]["@readers"] == "spacy.Corpus.v1"  # raw text in
+
+
+def test_the_shipped_ner_config_trains_an_ner_alone_on_the_default_kbs_names():
+    """configs/ner_default.cfg (the shipped NER's): tok2vec with the embedded DOID's
+    KB-name features and a one-label ner on raw text, a fixed number of steps (no
+    step chosen on dev: dev is training data there)."""
+    from spacy.util import load_model_from_config
+
+    config = Config().from_disk(CONFIGS / "ner_default.cfg")
+    nlp = load_model_from_config(config, auto_fill=True, validate=True)
+    assert nlp.pipe_names == ["tok2vec", "ner"]
+    assert config["paths"]["kb"] == "embedded:doid"
+    assert config["components"]["tok2vec"]["model"]["embed"]["@architectures"] == \
+        "spacy-bioel.KBNameEmbed.v1"
+    assert config["corpora"]["train"]["augmenter"]["label"] == "Disease"
+    assert config["training"]["patience"] == 0 and config["training"]["max_steps"] > 0
 
 
 def test_reranker_config_trains_behind_a_frozen_annotating_linker():

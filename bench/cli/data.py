@@ -171,3 +171,46 @@ def natural_corpus(
     typer.echo(f"{report['kept']} distinct documents ({report['mentions']} mentions) of "
                f"{report['read']} read; {report['duplicates']} repeated and {report['empty']} "
                f"empty skipped -> {output}")
+
+
+@app.command("default-ner-data")
+def default_ner_data(
+    output: Path = typer.Argument(..., help="The merged training DocBin to write"),
+    inputs: List[Path] = typer.Argument(..., help="DocBins to merge, in order (NCBI and BC5CDR train and dev; never test)"),
+    fingerprint: Path = typer.Option(..., "--fingerprint", help="Where to write the data fingerprint (JSON)"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
+    """The shipped NER's training data (issue 72): the documents of every input
+    DocBin in one file, and the fingerprint of each input (SHA-256, documents,
+    mentions) that `default-ner-ship` records in the package."""
+    from ..default_ner import merge_corpora
+
+    setup_logging(verbose)
+    if any("test" in p.stem for p in inputs):
+        raise typer.BadParameter(f"{[str(p) for p in inputs]}: the shipped NER never trains on a "
+                                 "test split", param_hint="INPUTS")
+    data = merge_corpora(inputs, output)
+    write_json(fingerprint, data)
+    typer.echo(f"Wrote {output}: {data['output']['documents']} documents, "
+               f"{data['output']['mentions']} mentions")
+
+
+@app.command("default-ner-ship")
+def default_ner_ship(
+    model: Path = typer.Argument(..., help="The trained NER pipeline (spacy train's model-last)"),
+    target: Path = typer.Argument(..., help="Where the package keeps it (spacy_bioel/assets/ner)"),
+    fingerprint: Path = typer.Option(..., "--fingerprint", help="default-ner-data's fingerprint"),
+    seed: int = typer.Option(0, "--seed", help="The seed it was trained with"),
+    command: str = typer.Option("spacy project run build-default-ner", "--command",
+                                help="The command that rebuilds it"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
+    """Copy the trained NER into the package with its manifest (each file's
+    SHA-256, the data fingerprint, the seed, the command)."""
+    from ..default_ner import ship
+
+    setup_logging(verbose)
+    data = json.loads(fingerprint.read_text(encoding="utf-8"))
+    shipped = ship(model, target, data, seed, command)
+    size = sum((target / name).stat().st_size for name in shipped["files"])
+    typer.echo(f"Shipped {model} to {target}: {len(shipped['files'])} files, {size / 1e6:.1f} MB")

@@ -1,4 +1,4 @@
-"""`kb build` and `kb stats`."""
+"""`kb build`, `kb merge`, `kb stats` and `kb xrefs`."""
 from __future__ import annotations
 
 import json
@@ -100,3 +100,47 @@ def kb_stats(
     typer.echo(f"{kb!r}")
     typer.echo(json.dumps(kb.stats(), indent=2))
 
+
+
+@kb_app.command("xrefs")
+def kb_xrefs(
+    path: str = typer.Argument(..., help="A KB file written by `kb build`, or embedded:doid"),
+    spaces: List[str] = typer.Option([], "--space", help="Vocabularies to report (repeat; default: every one the KB's cross-references name)"),
+    gold: List[Path] = typer.Option([], "--gold", help="Corpora (.spacy) whose gold concepts' coverage to report too (repeat)"),
+    output: Optional[Path] = typer.Option(None, "--output", help="Also write the report as JSON"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
+    """The coverage of a KB's cross-references: per vocabulary (UMLS, MESH, OMIM,
+    ...), the share of the KB's concepts with an id there (what `--id-space` can
+    write), and with --gold the share of a corpus' gold concepts."""
+    setup_logging(verbose)
+    from ..kb.ids import split_gold_ids
+    from ..kb.knowledge_base import KnowledgeBase
+    from ..kb.xrefs import coverage, gold_coverage, space_of
+    from ..kb.xrefs import spaces as kb_spaces
+    from ._app import read_docs
+
+    kb = KnowledgeBase.from_disk(path)
+    found = kb_spaces(kb)
+    chosen = [space_of(s) for s in spaces] or [s for s, _ in found.most_common()]
+    gold_ids = {str(p): sorted({i for doc in read_docs([p]) for ent in doc.ents
+                                for i in split_gold_ids(ent.kb_id_)}) for p in gold}
+    report = {"kb": kb.name, "concepts": len(kb), "spaces": {}}
+    typer.echo(f"{kb!r}: cross-references in {len(found)} vocabularies\n")
+    header = f"{'space':14} {'concepts':>9} {'share':>7} {'several':>8}"
+    typer.echo(header + "".join(f"  {Path(p).parent.name + '/' + Path(p).stem:>22}" for p in gold))
+    for space in chosen:
+        entry = {"kb": coverage(kb, space),
+                 "gold": {p: gold_coverage(kb, space, ids) for p, ids in gold_ids.items()}}
+        report["spaces"][space] = entry
+        row = entry["kb"]
+        line = f"{space:14} {row['mapped']:>9} {100 * row['share']:>6.1f}% {row['several']:>8}"
+        for p in gold_ids:
+            g = entry["gold"][p]
+            line += f"  {g['mapped']:>6}/{g['gold_ids']:<6} {100 * g['share']:>6.1f}%"
+        typer.echo(line)
+    if gold:
+        typer.echo("\ngold: distinct gold ids of the corpus the linker can write in the vocabulary "
+                   "(a KB concept with an id there, or an id there a KB concept maps to)")
+    if output is not None:
+        write_json(output, report)

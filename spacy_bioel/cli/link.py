@@ -1,4 +1,5 @@
-"""`link`: link the [bracketed] mentions of a text and print concept, name, score."""
+"""`link`: find and link the mentions of a text (or its [bracketed] ones) and print
+concept, name, score."""
 from __future__ import annotations
 
 import typer
@@ -9,10 +10,10 @@ from ..pipeline.text import parse_bracketed, preview
 from ._app import app, setup_logging
 
 SAMPLE_TEXT = (
-    "Germline mutations of the APC gene cause [familial adenomatous polyposis] (FAP), "
-    "an autosomal dominant predisposition to [colorectal carcinomas]. Some carriers also "
-    "develop [desmoid tumours], and a few present with [hepatoblastoma] in childhood; "
-    "[type II diabetes] and [heart attack] were recorded as comorbidities."
+    "Germline mutations of the APC gene cause familial adenomatous polyposis (FAP), "
+    "an autosomal dominant predisposition to colorectal carcinomas. Some carriers also "
+    "develop desmoid tumours, and a few present with hepatoblastoma in childhood; "
+    "type II diabetes and heart attack were recorded as comorbidities."
 )
 DEFAULT_KB = EMBEDDED_KBS["doid"]
 DEFAULT_KB_HANDLE = "embedded:doid"  # shown in --help, resolved by KnowledgeBase.from_disk
@@ -24,20 +25,22 @@ BUILT_IN = ("bioel", "exact", "tfidf")
 
 @app.command("link")
 def link(
-    text: str = typer.Argument(SAMPLE_TEXT, help="Text whose mentions are in [brackets] (without: the NER of a --linker pipeline finds them)"),
+    text: str = typer.Argument(SAMPLE_TEXT, help="Plain text (the pipeline's NER finds the mentions: the shipped disease NER by default) or text whose mentions are in [brackets] (then those are linked, and only those)"),
     kb_path: str = typer.Option(DEFAULT_KB_HANDLE, "--kb", help="KB file, or embedded:doid (the Disease Ontology KB shipped in the package)"),
     label: str = typer.Option("Disease", "--label", help="Entity label of the [bracketed] mentions (as in the corpora and the visualize page)"),
     linker: str = typer.Option("bioel", "--linker", help="bioel (bioel_linker, embedded MiniLM or --encoder) | a trained pipeline directory or installed package | tfidf | exact"),
     encoder: str = typer.Option("embedded:all-MiniLM-L6-v2", "--encoder", help="bioel: encoder directory or hub name"),
     top: int = typer.Option(3, "--top", help="Candidates shown per mention"),
+    id_space: str = typer.Option("", "--id-space", help="Write ids in this vocabulary of the KB's cross-references (UMLS, MESH, OMIM, ICD10CM, NCI, ORDO, ...): NIL for a concept without one; bioel and saved pipelines"),
     verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
-    """Link the bracketed mentions of TEXT against a KB and print each one's
-    concept id, canonical name and score (plus runner-up candidates). The
-    default is the bioel_linker with the embedded MiniLM encoder, untrained:
-    the first call encodes the KB's names and exports the encoder to ONNX
-    (minutes on a CPU) and saves that pipeline in the cache; later calls load
-    it (seconds). Scores are the model's softmax over candidates (kNN-BioEL eq. 4)."""
+    """Find the disease mentions of TEXT (or take its [bracketed] ones) and link
+    them against a KB; print each one's concept id, canonical name and score
+    (plus runner-up candidates). The default is the shipped disease NER before
+    the bioel_linker with the embedded MiniLM encoder, untrained: the first call
+    encodes the KB's names and exports the encoder to ONNX (minutes on a CPU)
+    and saves that pipeline in the cache; later calls load it (seconds). Scores
+    are the model's softmax over candidates (kNN-BioEL eq. 4)."""
     import spacy
 
     from ..kb.knowledge_base import KnowledgeBase
@@ -51,8 +54,9 @@ def link(
     saved = linker not in BUILT_IN
     if saved:  # a named pipeline must exist (E247): a typo never falls back to the untrained default
         locate_pipeline(linker)
-    if not spans and not saved:
-        raise BioELError(Errors.E198.format(text=preview(text), why="no [bracketed] mention"))
+    if not spans and linker in ("exact", "tfidf"):
+        raise BioELError(Errors.E198.format(text=preview(text), why=(
+            f"no [bracketed] mention, and the {linker} baseline has no NER to find them")))
     kb = KnowledgeBase.from_disk(kb_path)
     if linker in ("exact", "tfidf"):
         doc = bracketed_doc(spacy.blank("en"), text, label)
@@ -78,6 +82,8 @@ def link(
             pipeline = default_pipeline(kb, encoder)
         from ..pipeline.text import link_text
 
+        if id_space:
+            find_linker(pipeline).set_option("id_space", id_space)
         doc = link_text(pipeline, text, label)  # brackets, or the pipeline's own NER
         mentions = mention_spans(doc, find_linker(pipeline).cfg["spans_key"])
         candidates = [ent._.kb_ents for ent in mentions]
@@ -102,10 +108,11 @@ def link(
             continue
         concept_id, score = ranked[0]
         if bioel:
-            shown = "NIL" if ent._.is_nil else concept_id
+            shown = ent.kb_id_
             prob = "-" if ent._.kb_prob is None else f"{ent._.kb_prob:.2f}"
             sim = "-" if ent._.kb_similarity is None else f"{ent._.kb_similarity:.2f}"
-            note = f"(best candidate: {concept_id}) " if ent._.is_nil else ""
+            note = f"(best candidate: {concept_id}) " if ent._.is_nil else \
+                f"({concept_id}) " if shown != concept_id else ""
             typer.echo(f"{ent.text[:32]:32}  {shown:14}  {prob:>5}  {sim:>5}  {score:5.2f}  "
                        f"{note}{kb[concept_id].canonical_name}")
             for runner_id, runner_score in ranked[1:top]:

@@ -19,6 +19,9 @@ class Concept:
     alt_ids (Tuple[str, ...]): Alternate ids that resolve to `concept_id`.
     relations (Tuple[Tuple[str, str], ...]): Typed edges (relation, target id),
         e.g. ('is_a', 'D003920'), ('part_of', 'UBERON:0000955').
+    xrefs (Tuple[str, ...]): Cross-references to other vocabularies as
+        'PREFIX:ID', in the source's order (e.g. 'UMLS_CUI:C0009402',
+        'MESH:D003110', 'OMIM:114500'); `kb.xrefs.id_in_space` reads them.
     """
 
     concept_id: str
@@ -29,6 +32,7 @@ class Concept:
     definition: Optional[str] = None
     alt_ids: Tuple[str, ...] = ()
     relations: Tuple[Tuple[str, str], ...] = field(default=())
+    xrefs: Tuple[str, ...] = ()
 
     def names(self) -> Iterator[str]:
         """Yield the canonical name, then each synonym."""

@@ -251,9 +251,7 @@ class KnowledgeBase:
         out = KnowledgeBase(strip_prefixes=self.strip_prefixes, name=name or self.name)
         out.meta = dict(self.meta)
         for concept in self._concepts.values():
-            out._concepts[concept.concept_id] = Concept(
-                concept.concept_id, concept.canonical_name, (), (), concept.types,
-                concept.definition, concept.alt_ids, concept.relations)
+            out._concepts[concept.concept_id] = replace(concept, synonyms=(), synonym_scopes=())
         out._alt_to_primary = dict(self._alt_to_primary)
         return out
 
@@ -303,6 +301,8 @@ class KnowledgeBase:
             "alt_ids": len(self._alt_to_primary),
             "relations": sum(len(c.relations) for c in self._concepts.values()),
             "with_definition": sum(1 for c in self._concepts.values() if c.definition),
+            "xrefs": sum(len(c.xrefs) for c in self._concepts.values()),
+            "with_xrefs": sum(1 for c in self._concepts.values() if c.xrefs),
         }
 
     # -- serialisation ----------------------------------------------------
@@ -335,6 +335,8 @@ class KnowledgeBase:
             "relations": [[list(r) for r in c.relations] for c in concepts],
             "alt_map": self._alt_to_primary,
         }
+        if any(c.xrefs for c in concepts):  # only then: the digest of a KB without any stays
+            payload["xrefs"] = [list(c.xrefs) for c in concepts]
         import srsly
 
         return srsly.msgpack_dumps(payload)
@@ -357,18 +359,21 @@ class KnowledgeBase:
             kb.meta = dict(payload["meta"])
             keys = ("ids", "names", "synonyms", "scopes", "types", "definitions", "alt_ids",
                     "relations")
+            xrefs = payload.get("xrefs") or [()] * len(payload["ids"])
             lengths = {key: len(payload[key]) for key in keys}
+            lengths["xrefs"] = len(xrefs)
             if len(set(lengths.values())) != 1:
                 raise ValueError(f"columns of different lengths {lengths}")
             if len(set(payload["ids"])) != len(payload["ids"]):
                 raise ValueError("duplicate concept ids")
-            for cid, name, syns, scopes, types, definition, alts, rels in zip(
-                    *(payload[key] for key in keys)):
+            for cid, name, syns, scopes, types, definition, alts, rels, refs in zip(
+                    *(payload[key] for key in keys), xrefs):
                 if not isinstance(cid, str) or not isinstance(name, str):
                     raise TypeError(f"concept id or name of type {type(cid).__name__}")
                 kb._concepts[cid] = Concept(cid, name, tuple(syns), tuple(map(intern, scopes)),
                                             tuple(map(intern, types)), definition, tuple(alts),
-                                            tuple((intern(r[0]), r[1]) for r in rels))
+                                            tuple((intern(r[0]), r[1]) for r in rels),
+                                            tuple(refs))
             kb._alt_to_primary = dict(payload["alt_map"])
             if any(target not in kb._concepts for target in kb._alt_to_primary.values()):
                 raise ValueError("an alternate id points to no concept")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import Errors, KBFormatError
 from ..progress import progress_bar
@@ -44,6 +44,20 @@ def normalize_medic_id(raw: str) -> str:
     if _OMIM_NUMBER.match(value):
         value = "OMIM:" + value
     return value
+
+
+def medic_xrefs(concept_id: str, alt_ids: Sequence[str]) -> Tuple[str, ...]:
+    """The cross-references of a MEDIC / CTD concept: its MeSH id as 'MESH:ID'
+    (a MeSH primary id), then its alternative ids ('OMIM:ID'; CTD's 'DO:DOID:ID'
+    read as 'DOID:ID'), in the source's order."""
+    out = [f"MESH:{concept_id}"] if _MESH_ID.match(concept_id) else []
+    for alt in alt_ids:
+        alt = alt[3:] if alt.startswith("DO:DOID:") else alt
+        if _MESH_ID.match(alt):
+            alt = f"MESH:{alt}"
+        if ":" in alt and alt not in out:
+            out.append(alt)
+    return tuple(out)
 
 
 def load_medic_dictionary(path: Union[str, Path], *, name: Optional[str] = None,
@@ -83,7 +97,8 @@ def load_medic_dictionary(path: Union[str, Path], *, name: Optional[str] = None,
         primary = mesh[0] if mesh else ids[0]
         alt_ids = tuple(i for i in ids if i != primary)
         canonical = names[0].strip()
-        kb.add(Concept(primary, canonical, synonyms=unique_names(names[1:], canonical), alt_ids=alt_ids),
+        kb.add(Concept(primary, canonical, synonyms=unique_names(names[1:], canonical), alt_ids=alt_ids,
+                       xrefs=medic_xrefs(primary, alt_ids)),
                path=path, line=number, first_line=first_line.get(primary))
         first_line[primary] = number
     kb.finish_loading(path, "medic")
@@ -134,16 +149,17 @@ def load_ctd_diseases(path: Union[str, Path], *, name: Optional[str] = None,
             raise KBFormatError(Errors.E014.format(path=path, line=number, concept_id=concept_id,
                                                    relation="is_a"))
         canonical = disease_name.strip()
+        alt_list = tuple(normalize_medic_id(a) for a in _split_multi(alt_ids))
         kb.add(Concept(concept_id, canonical,
                        synonyms=unique_names(_split_multi(synonyms), canonical),
                        types=tuple(_split_multi(slims)),
                        definition=definition.strip() or None,
-                       alt_ids=tuple(normalize_medic_id(a) for a in _split_multi(alt_ids)),
-                       relations=relations),
+                       alt_ids=alt_list,
+                       relations=relations, xrefs=medic_xrefs(concept_id, alt_list)),
                path=path, line=number, first_line=first_line.get(concept_id))
         first_line[concept_id] = number
     kb.finish_loading(path, "ctd")
     return kb
 
 
-__all__ = ["load_medic_dictionary", "load_ctd_diseases", "normalize_medic_id"]
+__all__ = ["medic_xrefs", "load_medic_dictionary", "load_ctd_diseases", "normalize_medic_id"]

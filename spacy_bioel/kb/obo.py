@@ -115,6 +115,7 @@ def _read_term(frame, concept_id: str, keep_scopes: set, report: Counter) -> dic
     namespace: List[str] = []
     synonyms: List[Tuple[str, str]] = []
     alt_ids: List[str] = []
+    xrefs: List[str] = []
     relations: List[Tuple[str, str]] = []
     obsolete = False
     for clause in frame:
@@ -132,6 +133,12 @@ def _read_term(frame, concept_id: str, keep_scopes: set, report: Counter) -> dic
                 report["synonyms_out_of_scope"] += 1
         elif isinstance(clause, fastobo.term.AltIdClause):
             alt_ids.append(str(clause.alt_id))
+        elif isinstance(clause, fastobo.term.XrefClause):
+            xref = str(clause.xref.id).strip()
+            if ":" in xref and xref not in xrefs:
+                xrefs.append(xref)
+            else:
+                report["xrefs_skipped"] += 1  # no prefix, or a repeat
         elif isinstance(clause, fastobo.term.IsAClause):
             relations.append(("is_a", str(clause.term)))
         elif isinstance(clause, fastobo.term.RelationshipClause):
@@ -153,7 +160,7 @@ def _read_term(frame, concept_id: str, keep_scopes: set, report: Counter) -> dic
     return {"concept_id": concept_id, "canonical_name": term_name, "synonyms": tuple(kept_syn),
             "synonym_scopes": tuple(kept_scopes), "types": tuple(namespace),
             "definition": definition, "alt_ids": tuple(alt_ids), "relations": tuple(kept),
-            "obsolete": obsolete}
+            "xrefs": tuple(xrefs), "obsolete": obsolete}
 
 
 def _drop_cycles(terms: List[dict], report: Counter, path: Path) -> None:

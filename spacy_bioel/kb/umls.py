@@ -118,7 +118,9 @@ def load_umls(meta_dir: Union[str, Path], *, languages: Optional[Iterable[str]] 
     progress (bool): Show progress bars (tqdm, on stderr).
     RETURNS (KnowledgeBase): One concept per CUI with a kept name; types are
         TUIs (e.g. 'T047') from MRSTY, the definition is the first kept MRDEF
-        row. Row counts are in `kb.meta["load_report"]`.
+        row, the cross-references are the kept atoms' source codes as 'SAB:CODE'
+        (e.g. 'MSH:D003920', 'SNOMEDCT_US:73211009'; 'NOCODE' left out). Row
+        counts are in `kb.meta["load_report"]`.
 
     Raises E008 if `meta_dir` does not exist, E009 if it has no MRCONSO.RRF,
     E001 for a line with the wrong number of fields, E012 if no concept passed
@@ -134,13 +136,14 @@ def load_umls(meta_dir: Union[str, Path], *, languages: Optional[Iterable[str]] 
     # MRCONSO: per CUI, the distinct names (dict as an ordered set) and the best
     # canonical-name candidate as (tier, name).
     names: Dict[str, Dict[str, None]] = {}
+    codes: Dict[str, Dict[str, None]] = {}  # per CUI, its atoms' 'SAB:CODE' (the cross-references)
     canonical: Dict[str, Tuple[int, str]] = {}
     for number, line in progress_bar(iter_lines(mrconso, encoding), desc=f"UMLS {mrconso.name}",
                                      unit=" lines", disable=not progress):
         if not line:
             continue
         report["mrconso_rows"] += 1
-        (cui, lat, ts, _lui, stt, _sui, ispref, _aui, _saui, _scui, _sdui, sab, _tty, _code,
+        (cui, lat, ts, _lui, stt, _sui, ispref, _aui, _saui, _scui, _sdui, sab, _tty, code,
          string, _srl, suppress, _cvf) = _split_rrf(line, mrconso, number, "MRCONSO",
                                                     MRCONSO_COLUMNS)
         if not cui.strip():
@@ -162,6 +165,9 @@ def load_umls(meta_dir: Union[str, Path], *, languages: Optional[Iterable[str]] 
             continue
         report["mrconso_kept"] += 1
         names.setdefault(cui, {})[string] = None
+        code = code.strip()
+        if code and code != "NOCODE" and sab.strip():
+            codes.setdefault(cui, {})[f"{sab.strip()}:{code}"] = None
         if ts == "P" and stt == "PF":
             tier = _TIER_PREFERRED_ATOM if ispref == "Y" else _TIER_PREFERRED_STRING
         else:
@@ -218,7 +224,7 @@ def load_umls(meta_dir: Union[str, Path], *, languages: Optional[Iterable[str]] 
         kb.add(Concept(cui, preferred,
                        synonyms=tuple(n for n in cui_names if n != preferred),
                        types=tuple(types.get(cui, ())),
-                       definition=definitions.get(cui)),
+                       definition=definitions.get(cui), xrefs=tuple(codes.get(cui, ()))),
                path=mrconso)
     kb.finalize_alt_ids(mrconso)
 

@@ -9,7 +9,10 @@ the cache ('auto': $SPACY_BIOEL_CACHE, else $XDG_CACHE_HOME/spacy_bioel or
 saved pipeline (`loading.load_pipeline`, with its integrity checks), which
 imports no PyTorch: ONNX Runtime encodes the mentions.
 
-KEY digests the KB (`KnowledgeBase.digest`), the encoder's name and files (path,
+The shipped disease NER (`ner.shipped`: `tok2vec` and `ner`) comes before the
+linker, so plain text links; `ner=False` leaves it out.
+
+KEY digests the KB (`KnowledgeBase.digest`), the shipped NER's files, the encoder's name and files (path,
 size and modification time of each), the fast stages and settings, the shipped
 NIL calibration and threshold (saved in an entry's config), the layout of
 an entry (`CACHE_LAYOUT`) and this package's version, so another KB, another or
@@ -43,6 +46,7 @@ from ..encoders.common import DEFAULT_ENCODER, resolve_model_path
 from ..errors import BioELError, Warnings, warn
 from ..index.name_index import AUTO_CACHE, cache_folder
 from ..kb.knowledge_base import KnowledgeBase
+from ..ner import shipped
 from ..nil import stages
 from ..outputs import MARKER, read_marker, remove_stale_partials, write_marker, write_partial_marker
 from .loading import load_pipeline, untrained_pipeline
@@ -69,8 +73,9 @@ def fast_config() -> Dict[str, Any]:
 # how an entry is saved: 2 since the ONNX graph's weights lie beside it (runtime
 # format 2, mapped on load: the first `link` of an entry peaked at 260 MB loading, 186 after);
 # 3 since the int8 graph quantises each token row (`onnx_export.scale_rows`: batched calls);
-# 4 since an entry carries its key in a marker (entries without one are not loaded)
-CACHE_LAYOUT = 4
+# 4 since an entry carries its key in a marker (entries without one are not loaded);
+# 5 since an entry holds the shipped NER before its linker
+CACHE_LAYOUT = 5
 
 
 def has_onnx() -> bool:
@@ -78,14 +83,17 @@ def has_onnx() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
 
 
-def pipeline_key(kb: KnowledgeBase, encoder: str) -> Optional[str]:
-    """The cache key of the default pipeline on `kb` and `encoder`, or None when
-    the encoder is not a local folder."""
+def pipeline_key(kb: KnowledgeBase, encoder: str, ner: bool = True) -> Optional[str]:
+    """The cache key of the default pipeline on `kb` and `encoder` (with the
+    shipped NER: its files' checksums too), or None when the encoder is not a
+    local folder."""
     folder = Path(resolve_model_path(encoder))
     if not folder.is_dir():
         return None
     digest = hashlib.sha256()
     digest.update(f"{__version__}\n{CACHE_LAYOUT}\n{encoder}\n".encode("utf-8"))
+    if ner:
+        digest.update(shipped.digest().encode("utf-8"))
     digest.update(json.dumps(fast_config(), sort_keys=True).encode("utf-8"))
     digest.update(f"{list(stages.DEFAULT_CALIBRATION)}\t{stages.DEFAULT_THRESHOLD}\n".encode("utf-8"))
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -96,28 +104,32 @@ def pipeline_key(kb: KnowledgeBase, encoder: str) -> Optional[str]:
 
 
 def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
-                     encoder: str = DEFAULT_ENCODER, cache: Optional[str] = AUTO_CACHE
-                     ) -> Language:
-    """The untrained linker on `encoder` and `kb` with the fast stages, loaded from
-    the cache when it was built before (see the module's docstring).
+                     encoder: str = DEFAULT_ENCODER, cache: Optional[str] = AUTO_CACHE,
+                     ner: bool = True) -> Language:
+    """The shipped disease NER (`ner.shipped`) before the untrained linker on
+    `encoder` and `kb` with the fast stages, loaded from the cache when it was
+    built before (see the module's docstring): plain text in, linked mentions out.
 
     kb: a KnowledgeBase, a .bioelkb file or an embedded KB ('embedded:doid').
     cache: 'auto' (the cache root's `pipelines/`), a folder to keep the pipelines in,
         or None: built every call and not saved (its names still go through the
         name index's own embedding cache).
+    ner: False leaves the NER out: the linker links the mentions a Doc brings
+        (`doc.ents`, or [bracketed] ones through `link`).
 
     Example:
-        >>> nlp = default_pipeline("embedded:doid")  # the first call builds, later ones load
+        >>> nlp = default_pipeline()  # the first call builds, later ones load
+        >>> [(e.text, e.kb_id_, e._.kb_prob) for e in nlp("Carriers of FAP develop colon cancer.").ents]
     """
     if not isinstance(kb, KnowledgeBase):
         kb = KnowledgeBase.from_disk(kb)
     if not has_onnx():
         logger.info("The onnx extra is not installed: the default pipeline runs on PyTorch")
-        return untrained_pipeline(kb, encoder, config=FAST_SETTINGS)
-    key = pipeline_key(kb, encoder)
+        return _build(kb, encoder, FAST_SETTINGS, ner)
+    key = pipeline_key(kb, encoder, ner)
     root = cache_folder(cache, "pipelines") if key is not None else None
     if key is None or root is None:
-        return untrained_pipeline(kb, encoder, config=fast_config())
+        return _build(kb, encoder, fast_config(), ner)
     folder = Path(root) / key
     if folder.is_dir():
         marker = read_marker(folder)
@@ -127,7 +139,7 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
                 f"it is not the cache entry {key} (its {MARKER} names "
                 f"{'another key' if marker else 'none'}); it is left as it is, and the pipeline "
                 "is built in memory")))
-            return untrained_pipeline(kb, encoder, config=fast_config())
+            return _build(kb, encoder, fast_config(), ner)
         try:
             nlp = load_pipeline(folder)
             logger.info("Loaded the default pipeline from %s", folder)
@@ -141,8 +153,23 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
         logger.info("Removed %d unfinished build(s) of %s left by a killed process", removed, key)
     logger.info("Building the default pipeline on %s (%d concepts); it is saved in %s for the "
                 "next call", encoder, len(kb), folder)
-    nlp = untrained_pipeline(kb, encoder, config=fast_config())
+    nlp = _build(kb, encoder, fast_config(), ner)
     _save(nlp, folder, key)
+    return nlp
+
+
+def _build(kb: KnowledgeBase, encoder: str, config: Dict[str, Any], ner: bool) -> Language:
+    """The untrained linker pipeline, with the shipped NER before it when `ner`."""
+    nlp = untrained_pipeline(kb, encoder, config=config)
+    return with_shipped_ner(nlp) if ner else nlp
+
+
+def with_shipped_ner(nlp: Language, linker: str = "bioel_linker") -> Language:
+    """`nlp` with the shipped NER's `tok2vec` and `ner` sourced before `linker`
+    (checked against the package's manifest first, E254)."""
+    source = shipped.load_ner(vocab=nlp.vocab)
+    for name in ("tok2vec", "ner"):
+        nlp.add_pipe(name, source=source, before=linker)
     return nlp
 
 
@@ -172,4 +199,5 @@ def _save(nlp: Language, folder: Path, key: str) -> None:
             shutil.rmtree(partial, ignore_errors=True)  # this call's own partial folder
 
 
-__all__ = ["FAST_STAGES", "FAST_SETTINGS", "default_pipeline", "has_onnx", "pipeline_key"]
+__all__ = ["FAST_STAGES", "FAST_SETTINGS", "default_pipeline", "has_onnx", "pipeline_key",
+           "with_shipped_ner"]

@@ -26,7 +26,7 @@ def install_extensions(cfg: Dict[str, Any]) -> None:
     value). The candidate list reads back as [(id, score), ...] tuples also after
     a Doc went through msgpack (`nlp.pipe(n_process=2)`, DocBin), which turns
     tuples into lists."""
-    for attr in ATTRS:
+    for attr in ATTRS + ("xrefs_attr",):
         name = cfg.get(attr)
         if not name or Span.has_extension(name):
             continue
@@ -35,9 +35,18 @@ def install_extensions(cfg: Dict[str, Any]) -> None:
 
 
 def write_entity(ent: Span, result: Dict[str, Any], cfg: Dict[str, Any]) -> None:
-    """Write one decision on its entity: kb_id_ (or 'NIL') and the extensions
-    the cfg names (candidates, NIL flag and score, similarity, probability)."""
-    ent.kb_id_ = NIL if result["is_nil"] else result["candidates"][0][0]
+    """Write one decision on its entity: kb_id_ (or 'NIL'; the id in the cfg's
+    `id_space` where the decision carries one, `xrefs.with_xrefs`) and the
+    extensions the cfg names (candidates, NIL flag and score, similarity,
+    probability, and the cross-references where the cfg names an extension)."""
+    if result["is_nil"]:
+        ent.kb_id_ = NIL
+    elif "space_id" in result:
+        ent.kb_id_ = result["space_id"] or NIL
+    else:
+        ent.kb_id_ = result["candidates"][0][0]
+    if cfg.get("xrefs_attr"):
+        ent._.set(cfg["xrefs_attr"], list(result.get("xrefs", ())))
     for attr, key in (("kb_ents_attr", "candidates"), ("is_nil_attr", "is_nil"),
                       ("nil_score_attr", "nil_score"), ("similarity_attr", "similarity"),
                       ("probability_attr", "probability")):

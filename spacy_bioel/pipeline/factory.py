@@ -51,6 +51,8 @@ DEFAULT_CONFIG = {
     "cache_size": 10000,
     "cache_across_calls": False,
     "spans_key": None,
+    "id_space": None,
+    "xrefs_attr": "kb_xrefs",
     **DEFAULT_ATTRS,
 }
 
@@ -64,7 +66,8 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
                       top_k: int, retrieve_k: int, context_window: int, abbreviations: bool,
                       nil_without_alnum: bool, exact_shortcut: bool, encode_batch_size: int,
                       cache_size: int, cache_across_calls: bool, spans_key: Optional[str],
-                      kb_ents_attr: str, is_nil_attr: str, nil_score_attr: str,
+                      id_space: Optional[str], xrefs_attr: str, kb_ents_attr: str,
+                      is_nil_attr: str, nil_score_attr: str,
                       similarity_attr: str, probability_attr: str,
                       scorer: Optional[Callable]) -> BioELLinker:
     """Create a `bioel_linker` (see `BioELLinker`).
@@ -110,7 +113,12 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
     spans_key: null links `doc.ents`; a name links `doc.spans[name]` instead (e.g.
         a spancat's overlapping mentions), in training too (the gold spans of
         the same group).
-    *_attr: the Span extensions written (several linkers can share a pipeline).
+    id_space: null writes the KB's own ids; a vocabulary of the KB's
+        cross-references ('UMLS', 'MESH', 'OMIM', 'ICD10CM', ...) writes `kb_id_`
+        there ('NIL' for a concept without one, counted in
+        `linker.counts['id_space_unmapped']`).
+    *_attr: the Span extensions written (several linkers can share a pipeline);
+        `xrefs_attr` holds the linked concept's cross-references ('PREFIX:ID').
     """
     install_fork_handler()  # n_process workers: no inherited thread pool (encoders.threads)
     if exact_shortcut and shortcut is None:
@@ -122,7 +130,8 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
         top_k=top_k, retrieve_k=retrieve_k, context_window=context_window,
         abbreviations=abbreviations, nil_without_alnum=nil_without_alnum,
         encode_batch_size=encode_batch_size, cache_size=cache_size,
-        cache_across_calls=cache_across_calls, spans_key=spans_key, kb_ents_attr=kb_ents_attr,
+        cache_across_calls=cache_across_calls, spans_key=spans_key, id_space=id_space,
+        xrefs_attr=xrefs_attr, kb_ents_attr=kb_ents_attr,
         is_nil_attr=is_nil_attr, nil_score_attr=nil_score_attr, similarity_attr=similarity_attr,
         probability_attr=probability_attr)
     return BioELLinker(nlp.vocab, model, name, loss=loss, index=index, candidates=candidates,

@@ -31,6 +31,7 @@ from . import serialize, updates
 from .cache import LinkCache, call_cache
 from .decisions import Retrieved
 from .extensions import install_extensions, write_docs
+from .xrefs import with_xrefs
 from .linking import Decider, check_contextual
 from .mentions import mention_batches
 from .settings import LinkerSettings
@@ -261,7 +262,10 @@ class BioELLinker(TrainablePipe):
         return self.decider().predict(list(docs), self.call)
 
     def set_annotations(self, docs: Iterable[Doc], predictions: List[List[Dict[str, Any]]]) -> None:
-        """Write kb_id_, the scored candidates, similarity, probability and NIL flags."""
+        """Write kb_id_, the scored candidates, similarity, probability and NIL flags,
+        and each linked concept's cross-references (`xrefs.with_xrefs`)."""
+        if self.kb is not None:
+            predictions = with_xrefs(predictions, self.kb, self.cfg["id_space"], self.counts)
         write_docs(docs, predictions, self.cfg, self.counts)
 
     def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:

@@ -23,6 +23,8 @@ CHECKS: Dict[str, Callable[[str, Any], Any]] = {
     "cache_size": lambda k, v: as_int(k, v, 0, 10 ** 8),
     "cache_across_calls": as_bool,
     "spans_key": lambda k, v: as_optional_name(k, v, "the name of a span group (doc.spans[name])"),
+    "id_space": lambda k, v: as_optional_name(k, v, "a vocabulary of the KB's cross-references "
+                                                    "(e.g. 'UMLS', 'MESH', 'OMIM', 'ICD10CM')"),
 }
 
 
@@ -40,8 +42,13 @@ class LinkerSettings(Mapping):
     cache_across_calls (bool): Keep the cache between calls until something changes.
     spans_key (Optional[str]): Link `doc.spans[spans_key]` (e.g. a spancat's
         overlapping mentions) instead of `doc.ents` (None, the default).
-    kb_ents_attr, is_nil_attr, nil_score_attr, similarity_attr, probability_attr
-        (str): The Span extensions written (two linkers can share a pipeline).
+    id_space (Optional[str]): Write `kb_id_` in this vocabulary of the KB's
+        cross-references ('UMLS', 'MESH', 'OMIM', ...; `kb.xrefs.id_in_space`):
+        a concept without an id there is written 'NIL' and counted in
+        `linker.counts['id_space_unmapped']`. None: the KB's own ids.
+    kb_ents_attr, is_nil_attr, nil_score_attr, similarity_attr, probability_attr,
+        xrefs_attr (str): The Span extensions written (two linkers can share a
+        pipeline); `xrefs_attr` holds the linked concept's cross-references.
     """
 
     top_k: int = 64
@@ -53,11 +60,13 @@ class LinkerSettings(Mapping):
     cache_size: int = 10000
     cache_across_calls: bool = False
     spans_key: Optional[str] = None
+    id_space: Optional[str] = None
     kb_ents_attr: str = "kb_ents"
     is_nil_attr: str = "is_nil"
     nil_score_attr: str = "nil_score"
     similarity_attr: str = "kb_similarity"
     probability_attr: str = "kb_prob"
+    xrefs_attr: str = "kb_xrefs"
 
     def __post_init__(self) -> None:
         for name, check in CHECKS.items():

@@ -70,14 +70,17 @@ def bracketed_doc(nlp: Language, text: str, label: str = "Disease",
 
 def link_text(nlp: Language, text: str, label: str = "Disease") -> Doc:
     """Run `nlp` on `text`: the [bracketed] mentions are the mentions its linker
-    reads where there are any, else the pipeline's own NER finds them (E198 when it
-    has none or finds none, E249 when it writes them where the linker does not
-    read, E248 for a text over `nlp.max_length`)."""
-    from .loading import find_linker
+    reads where there are any (and only they: the pipeline's mention finders do
+    not run), else the pipeline's own NER finds them (E198 when it has none or
+    finds none, E249 when it writes them where the linker does not read, E248 for
+    a text over `nlp.max_length`)."""
+    from .loading import find_linker, mention_finders
 
-    spans_key = find_linker(nlp).cfg["spans_key"]
+    linker = find_linker(nlp)
+    spans_key = linker.cfg["spans_key"]
     if _BRACKETED.search(text):
-        return nlp(bracketed_doc(nlp, text, label, spans_key))
+        with nlp.select_pipes(disable=mention_finders(nlp, linker)):
+            return nlp(bracketed_doc(nlp, text, label, spans_key))
     raise_without_finder(nlp, text)
     doc = nlp(text)
     if not mention_spans(doc, spans_key):

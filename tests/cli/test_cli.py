@@ -505,11 +505,39 @@ def test_link_default_bioel_linker(kb_path, tiny_bert_dir):
 
 
 def test_link_without_brackets_says_how(kb_path):
-    """No [bracketed] mention and no pipeline whose NER could find one: E198, not silence."""
-    for linker in ("exact", "bioel"):
+    """No [bracketed] mention and a baseline without an NER: E198, not silence."""
+    for linker in ("exact", "tfidf"):
         result = invoke("link", "Patients with breast cancer.", "--kb", kb_path, "--linker", linker)
         assert isinstance(result.exception, BioELError) and result.exception.code == "E198"
-        assert "[brackets]" in str(result.exception)
+        assert "[brackets]" in str(result.exception) and "no NER" in str(result.exception)
+
+
+def test_link_plain_text_with_the_default(kb_path, tiny_bert_dir):
+    """The default pipeline reads plain text: the shipped disease NER finds the
+    mentions, the linker links them; with brackets only the bracketed ones link;
+    --id-space writes the cross-referenced id, or NIL without one."""
+    result = ok("link", "Patients with breast cancer and asthma.", "--kb", kb_path,
+                "--encoder", str(tiny_bert_dir))
+    assert {row[0] for row in output_rows(result.output) if len(row) == 6} >= {"breast cancer"}
+    result = ok("link", "Patients with [breast cancer] and asthma.", "--kb", kb_path,
+                "--encoder", str(tiny_bert_dir))
+    assert [row[0] for row in output_rows(result.output) if len(row) == 6] == ["breast cancer"]
+    result = ok("link", "Patients with [breast cancer].", "--kb", kb_path,
+                "--encoder", str(tiny_bert_dir), "--id-space", "UMLS")
+    assert [row[1] for row in output_rows(result.output) if len(row) == 6] == ["NIL"]
+
+
+def test_kb_xrefs_reports_coverage(tmp_path):
+    from spacy_bioel import Concept, KnowledgeBase
+
+    kb = KnowledgeBase(name="x")
+    kb.add(Concept("DOID:1", "colon cancer", xrefs=("MESH:D003110", "UMLS_CUI:C0007102")))
+    kb.add(Concept("DOID:2", "asthma", xrefs=("UMLS_CUI:C0004096",)))
+    kb.to_disk(tmp_path / "x.bioelkb")
+    result = ok("kb", "xrefs", tmp_path / "x.bioelkb", "--output", tmp_path / "x.json")
+    report = json.loads((tmp_path / "x.json").read_text())
+    assert report["spaces"]["UMLS"]["kb"]["share"] == 1.0
+    assert report["spaces"]["MESH"]["kb"]["mapped"] == 1 and "MESH" in result.output
 
 
 def test_link_without_brackets_uses_the_pipeline_ner(kb_path, tiny_bert_dir, tmp_path):

@@ -171,3 +171,25 @@ def test_a_killed_build_is_cleaned_up_by_the_next_one(tiny_bert_dir):
     default_pipeline(toy_kb(), str(tiny_bert_dir))
     assert not dead.exists() and alive.exists()
     assert entries(cache.parent) == sorted([key, alive.name])
+
+
+def test_plain_text_in_linked_concepts_out(tiny_bert_dir):
+    """The default pipeline carries the shipped NER before its linker: plain text
+    links; `ner=False` is the linker alone (and another cache entry)."""
+    nlp = default_pipeline(toy_kb(), str(tiny_bert_dir))
+    assert nlp.pipe_names == ["tok2vec", "ner", "bioel_linker"]
+    doc = nlp("A patient with colorectal carcinoma and asthma.")
+    assert "colorectal carcinoma" in {e.text for e in doc.ents}
+    assert all(e.kb_id_ in ("D1", "D2", "D3", "NIL") and e._.kb_ents for e in doc.ents)
+    alone = default_pipeline(toy_kb(), str(tiny_bert_dir), ner=False)
+    assert alone.pipe_names == ["bioel_linker"] and not alone("colorectal carcinoma").ents
+    assert pipeline_key(toy_kb(), str(tiny_bert_dir)) != \
+        pipeline_key(toy_kb(), str(tiny_bert_dir), ner=False)
+
+
+def test_the_top_level_import_is_the_same_function():
+    import spacy_bioel
+
+    assert spacy_bioel.default_pipeline is default_pipeline
+    with pytest.raises(AttributeError):
+        spacy_bioel.no_such_name
