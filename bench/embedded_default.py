@@ -31,8 +31,13 @@ from typer.testing import CliRunner
 from spacy_bioel.cli._app import app
 from spacy_bioel.pipeline import embedded_default
 path, kb, encoder = sys.argv[1:4]
-if path == "torch":  # the untrained pipeline on the factory's stages, built every call
-    embedded_default.has_onnx = lambda: False
+if path == "torch":  # the untrained pipeline it replaced: PyTorch, a flat index, built every call
+    base = embedded_default.fast_config()
+    embedded_default.fast_config = lambda: {
+        **base, "runtime": {"@misc": "spacy-bioel.TorchRuntime.v1", "threads": 0, "batch_size": 64},
+        "index": {**base["index"], "index_type": "flat"}, "shortcut": None, "top_k": 64,
+        "retrieve_k": 64}
+    embedded_default.pipeline_key = lambda *args, **kwargs: None  # not saved: built every call
 result = CliRunner().invoke(app, ["link", "--kb", kb, "--encoder", encoder])
 assert result.exit_code == 0, result.output
 print(json.dumps({"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

@@ -195,8 +195,15 @@ def _poisoned_weights(ws: Workspace, force_env: bool) -> Optional[str]:
     model.write_bytes(srsly.msgpack_dumps(poison(srsly.msgpack_loads(model.read_bytes()))))
     write_manifest(path / "bioel_linker")  # a matching manifest: only the loader stands between
     env = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"} if force_env else {}
+    def load_and_build():
+        # a pipeline served by ONNX (the default) reads its weights when it needs the module
+        # (training, a refresh, another runtime): build it, so the weights are read here
+        from spacy_bioel.pipeline.loading import find_linker
+
+        find_linker(spacy.load(path)).require_model("the hostile weights case")
+
     with _environ(env):
-        return _harm_after(lambda: spacy.load(path),
+        return _harm_after(load_and_build,
                            lambda: "loading ran the pickle's code" if marker.exists() else None)
 
 

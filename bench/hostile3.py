@@ -399,7 +399,7 @@ def _foreign_entry(ws: Workspace) -> Optional[str]:
         return "the foreign entry was loaded without a word"
     if _snapshot(entry) != before:
         return Escaped("the foreign entry was changed or deleted")
-    return None if find_linker(nlp).cfg["top_k"] == embedded_default.FAST_SETTINGS["top_k"] else \
+    return None if find_linker(nlp).cfg["top_k"] == embedded_default.fast_config()["top_k"] else \
         "the pipeline returned is not the default"
 
 

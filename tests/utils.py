@@ -42,10 +42,36 @@ def write_toy_linking_data(folder: Path, *, nil: bool = True, repeat: int = 1) -
     kb.to_disk(folder / "kb.bioelkb")
 
 
+# What `nlp.add_pipe("bioel_linker")` built before issue 72 made the one default the fast one
+# (`spacy_bioel.pipeline.defaults`): the mention tower on PyTorch, one tower shared by mentions
+# and names and trained, an exact float32 index, 64 candidates, no exact-name shortcut. The
+# tests of those mechanisms (training both towers, the PyTorch runtime, exact scores) name it;
+# tests/pipeline/test_defaults.py and the default pipeline's tests hold the default itself.
+TORCH_STAGES = {
+    "runtime": {"@misc": "spacy-bioel.TorchRuntime.v1", "threads": 0, "batch_size": 64},
+    "index": {"@misc": "spacy-bioel.NameIndex.v1", "index_type": "flat", "backend": "auto",
+              "embedding_cache": "auto"},
+    "shortcut": None, "top_k": 64, "retrieve_k": 64,
+}
+TORCH_MODEL = {"shared_towers": True, "train_concept_tower": True}
+
+
+def torch_linker(config: dict) -> dict:
+    """`config` on the pre-issue-72 factory defaults (`TORCH_STAGES`, `TORCH_MODEL`)
+    where it does not say otherwise."""
+    out = {**TORCH_STAGES, **config}
+    if isinstance(out.get("model"), dict) and \
+            out["model"].get("@architectures") == "spacy-bioel.BiEncoder.v1":
+        out["model"] = {**TORCH_MODEL, **out["model"]}
+    return out
+
+
 def tiny_linker_config(tiny_bert_dir, **extra) -> dict:
-    """A bioel_linker config on the tests' tiny random BERT (mean pooling, 16 tokens)."""
-    return {"model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
-                      "pooling": "mean", "max_length": 16}, **extra}
+    """A bioel_linker config on the tests' tiny random BERT (mean pooling, 16 tokens),
+    on the PyTorch defaults (`torch_linker`) where `extra` does not say otherwise."""
+    return torch_linker({"model": {"@architectures": "spacy-bioel.BiEncoder.v1",
+                                   "encoder": str(tiny_bert_dir), "pooling": "mean",
+                                   "max_length": 16}, **extra})
 
 
 def spy_encoder(linker, monkeypatch) -> list:
@@ -88,10 +114,11 @@ def spacy_train_toy(config: Path, folder: Path, encoder: Path, *extra: str):
         capture_output=True, text=True)
 
 
-def save_linker_pipeline(path: Path, encoder, concepts, patterns=None) -> Path:
-    """A blank pipeline with an untrained bioel_linker on `encoder` over a KB of
-    `concepts` ((id, name) pairs), initialized and saved at `path`; with
-    `patterns` (phrases), an entity ruler before it labels them 'Disease'."""
+def save_linker_pipeline(path: Path, encoder, concepts, patterns=None, **config) -> Path:
+    """A blank pipeline with an untrained bioel_linker (the one default, `config`
+    changing it) on `encoder` over a KB of `concepts` ((id, name) pairs),
+    initialized and saved at `path`; with `patterns` (phrases), an entity ruler
+    before it labels them 'Disease'."""
     import spacy
 
     from spacy_bioel import Concept, KnowledgeBase
@@ -102,7 +129,7 @@ def save_linker_pipeline(path: Path, encoder, concepts, patterns=None) -> Path:
     nlp = spacy.blank("en")
     ruler = nlp.add_pipe("entity_ruler") if patterns else None
     linker = nlp.add_pipe("bioel_linker", config={
-        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(encoder)}})
+        "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(encoder)}, **config})
     linker.set_kb(kb)
     nlp.initialize(lambda: [])
     if ruler is not None:  # after initialize, which clears a ruler's patterns

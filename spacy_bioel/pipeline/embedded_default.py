@@ -1,9 +1,9 @@
 """The pipeline `link` uses without a trained one, built once per KB and encoder.
 
-Building the untrained pipeline encodes every name of the KB with the base
-encoder and, on the fast stages (`FAST_STAGES`: the mention tower exported to
-ONNX with int8 weights, the int8 name scan), exports the tower: tens of
-seconds to minutes on a CPU. The first call saves the initialised pipeline in
+Building the untrained pipeline, on the one default (`defaults.py`: the mention
+tower exported to ONNX with int8 weights, the int8 name scan, the exact-name
+shortcut, 16 candidates), encodes every name of the KB with the base encoder
+and exports the tower: tens of seconds to minutes on a CPU. The first call saves the initialised pipeline in
 the cache ('auto': $SPACY_BIOEL_CACHE, else $XDG_CACHE_HOME/spacy_bioel or
 ~/.cache/spacy_bioel, sub-folder `pipelines/KEY`); later calls load it like any
 saved pipeline (`loading.load_pipeline`, with its integrity checks), which
@@ -13,7 +13,7 @@ The shipped disease NER (`ner.shipped`: `tok2vec` and `ner`) comes before the
 linker, so plain text links; `ner=False` leaves it out.
 
 KEY digests the KB (`KnowledgeBase.digest`), the shipped NER's files, the encoder's name and files (path,
-size and modification time of each), the fast stages and settings, the shipped
+size and modification time of each), the default config, the shipped
 NIL calibration and threshold (saved in an entry's config), the layout of
 an entry (`CACHE_LAYOUT`) and this package's version, so another KB, another or
 updated encoder, other defaults or an upgrade builds a new entry. An encoder that is not a local folder (a hub
@@ -23,9 +23,7 @@ name that key is never loaded nor deleted (W016; the pipeline is built in memory
 an entry of ours that fails to load is W016 and built again. A read-only cache
 (baked into an image) is read; two processes building the same entry each write
 their own folder and the first rename wins; a build killed half way leaves a
-folder marked with its process, which the next build removes. Without the `onnx` extra
-the untrained pipeline keeps the factory's stages (PyTorch; `FAST_SETTINGS`
-still apply) and is not saved (the names are still cached by the name index).
+folder marked with its process, which the next build removes.
 """
 from __future__ import annotations
 
@@ -49,25 +47,15 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..ner import shipped
 from ..nil import stages
 from ..outputs import MARKER, read_marker, remove_stale_partials, write_marker, write_partial_marker
+from .defaults import linker_config
 from .loading import load_pipeline, untrained_pipeline
 
 logger = logging.getLogger(__name__)
 
-FAST_STAGES: Dict[str, Any] = {
-    "index": {"@misc": "spacy-bioel.NameIndex.v2", "index_type": "int8", "backend": "auto",
-              "embedding_cache": AUTO_CACHE, "vectors_dtype": "float16"},
-    "runtime": {"@misc": "spacy-bioel.OnnxRuntime.v1", "quantize": "int8", "threads": 0,
-                "batch_size": 32},
-}
-# 16 candidates retrieved, ranked and written per mention, as configs/linker_cpu.cfg: the name
-# scan proposes 64 names instead of 256 (NCBI test x1 linked about 1.3x faster than with 64)
-FAST_SETTINGS: Dict[str, Any] = {"top_k": 16, "retrieve_k": 16}
-
-
 def fast_config() -> Dict[str, Any]:
-    """The linker config `link`'s default pipeline is built with: `FAST_STAGES`
-    and `FAST_SETTINGS`."""
-    return {**FAST_STAGES, **FAST_SETTINGS}
+    """The linker config the default pipeline is built with: the one default
+    (`defaults.linker_config`), nothing changed."""
+    return linker_config()
 
 
 # how an entry is saved: 2 since the ONNX graph's weights lie beside it (runtime
@@ -94,7 +82,7 @@ def pipeline_key(kb: KnowledgeBase, encoder: str, ner: bool = True) -> Optional[
     digest.update(f"{__version__}\n{CACHE_LAYOUT}\n{encoder}\n".encode("utf-8"))
     if ner:
         digest.update(shipped.digest().encode("utf-8"))
-    digest.update(json.dumps(fast_config(), sort_keys=True).encode("utf-8"))
+    digest.update(json.dumps(fast_config(), sort_keys=True, default=str).encode("utf-8"))
     digest.update(f"{list(stages.DEFAULT_CALIBRATION)}\t{stages.DEFAULT_THRESHOLD}\n".encode("utf-8"))
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         stat = path.stat()
@@ -123,9 +111,6 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
     """
     if not isinstance(kb, KnowledgeBase):
         kb = KnowledgeBase.from_disk(kb)
-    if not has_onnx():
-        logger.info("The onnx extra is not installed: the default pipeline runs on PyTorch")
-        return _build(kb, encoder, FAST_SETTINGS, ner)
     key = pipeline_key(kb, encoder, ner)
     root = cache_folder(cache, "pipelines") if key is not None else None
     if key is None or root is None:
@@ -160,6 +145,7 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
 
 def _build(kb: KnowledgeBase, encoder: str, config: Dict[str, Any], ner: bool) -> Language:
     """The untrained linker pipeline, with the shipped NER before it when `ner`."""
+    config = {key: value for key, value in config.items() if key != "model"}  # the encoder's own
     nlp = untrained_pipeline(kb, encoder, config=config)
     return with_shipped_ner(nlp) if ner else nlp
 
@@ -199,5 +185,5 @@ def _save(nlp: Language, folder: Path, key: str) -> None:
             shutil.rmtree(partial, ignore_errors=True)  # this call's own partial folder
 
 
-__all__ = ["FAST_STAGES", "FAST_SETTINGS", "default_pipeline", "has_onnx", "pipeline_key",
+__all__ = ["default_pipeline", "fast_config", "has_onnx", "pipeline_key",
            "with_shipped_ner"]

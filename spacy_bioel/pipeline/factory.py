@@ -4,57 +4,17 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from spacy.language import Language
-from thinc.api import Config, Model
+from thinc.api import Model
 
 from ..encoders.threads import install_fork_handler
 from ..errors import Warnings, warn
-from ..nil.stages import DEFAULT_THRESHOLD
-from .extensions import DEFAULT_ATTRS, SCORE_WEIGHTS
+from .defaults import linker_config
+from .extensions import SCORE_WEIGHTS
 from .linker import BioELLinker
 from .settings import LinkerSettings
 
-DEFAULT_MODEL = """
-[model]
-@architectures = "spacy-bioel.BiEncoder.v1"
-encoder = "embedded:all-MiniLM-L6-v2"
-pooling = "mean"
-similarity = "cosine"
-shared_towers = true
-train_concept_tower = true
-max_length = 25
-mixed_precision = false
-"""
-
-DEFAULT_CONFIG = {
-    "model": Config().from_str(DEFAULT_MODEL)["model"],
-    "loss": {"@misc": "spacy-bioel.InfoNCELoss.v1", "temperature": 0.05, "in_batch": True},
-    "index": {"@misc": "spacy-bioel.NameIndex.v1", "index_type": "flat", "backend": "auto",
-              "embedding_cache": "auto"},
-    "candidates": {"@misc": "spacy-bioel.DenseCandidates.v1"},
-    "type_filter": None,
-    "ranker": {"@misc": "spacy-bioel.KNNRanker.v1", "use_knn": True, "knn_k": 4,
-               "knn_lambda": 0.1, "beta1": 0.05, "beta2": 1.0},
-    "nil": {"@misc": "spacy-bioel.ThresholdNIL.v2", "threshold": DEFAULT_THRESHOLD,
-            "calibration": None},
-    "negatives": {"@misc": "spacy-bioel.HardNegatives.v1", "n": 4},
-    "fgsm": None,
-    "biofeg": None,
-    "shortcut": None,
-    "runtime": {"@misc": "spacy-bioel.TorchRuntime.v1", "threads": 0, "batch_size": 64},
-    "top_k": 64,
-    "retrieve_k": 64,
-    "context_window": 0,
-    "abbreviations": True,
-    "nil_without_alnum": True,
-    "exact_shortcut": False,
-    "encode_batch_size": 256,
-    "cache_size": 10000,
-    "cache_across_calls": False,
-    "spans_key": None,
-    "id_space": None,
-    "xrefs_attr": "kb_xrefs",
-    **DEFAULT_ATTRS,
-}
+# the one default (`defaults.py`): configs/linker_cpu.cfg and the default pipeline are the same
+DEFAULT_CONFIG = linker_config()
 
 
 @Language.factory("bioel_linker", default_config=DEFAULT_CONFIG, requires=["doc.ents"],
@@ -70,7 +30,8 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
                       is_nil_attr: str, nil_score_attr: str,
                       similarity_attr: str, probability_attr: str,
                       scorer: Optional[Callable]) -> BioELLinker:
-    """Create a `bioel_linker` (see `BioELLinker`).
+    """Create a `bioel_linker` (see `BioELLinker`). Every default is the one
+    default of `defaults.py` (configs/linker_cpu.cfg writes it out).
 
     model: the bi-encoder (`spacy-bioel.BiEncoder.v1`).
     loss: `spacy-bioel.InfoNCELoss.v1`, `.ProxyLoss.v1`, `.TripletLoss.v1`,
@@ -91,9 +52,10 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
     shortcut: None or `spacy-bioel.ExactShortcut.v1`: a mention that is a KB name
         of exactly one concept links to it without the encoder (nor the kNN
         datastore); counted in `linker.counts['exact_shortcut']`.
-    runtime: `spacy-bioel.TorchRuntime.v1` (threads) or `.OnnxRuntime.v1`
-        (quantize null | 'int8', threads, batch_size): how mentions are encoded at
-        prediction; a pipeline saved with ONNX loads without building PyTorch.
+    runtime: `spacy-bioel.OnnxRuntime.v1` (the default: quantize 'int8-all';
+        null | 'int8' | 'int8-all', threads, batch_size) or `.TorchRuntime.v1`
+        (threads): how mentions are encoded at prediction; a pipeline saved with
+        ONNX loads without building PyTorch.
     top_k: candidates written to `Span._.<kb_ents_attr>`.
     retrieve_k: candidates retrieved from the name index and ranked per mention
         (the ranker's probabilities are over these).

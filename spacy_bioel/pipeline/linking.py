@@ -254,8 +254,11 @@ def check_contextual(model, ranker, biofeg, runtime) -> None:
             "Set [components.bioel_linker.ranker] use_knn = false.")))
     for stage, name in ((biofeg, "BioFEG"), (runtime.has_files and runtime, "The ONNX runtime")):
         if stage:
+            fix = ("Set [components.bioel_linker.runtime] @misc = \"spacy-bioel.TorchRuntime.v1\" "
+                   "(ONNX is the default runtime)" if name == "The ONNX runtime" else
+                   f"Remove {name} from [components.bioel_linker]")
             raise BioELError(Errors.E212.format(what=name, fix=(
-                f"Remove {name} from [components.bioel_linker], or use spacy-bioel.BiEncoder.v1.")))
+                f"{fix}, or use spacy-bioel.BiEncoder.v1.")))
 
 
 def held_out_keys(spans: Sequence[Entity]) -> Dict[int, Optional[int]]:

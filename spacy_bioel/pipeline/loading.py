@@ -27,8 +27,7 @@ def untrained_pipeline(kb: KnowledgeBase, encoder: str, embedding_cache: Optiona
     """A blank English pipeline whose untrained bioel_linker on `encoder` links
     against `kb`, initialized (every name encoded; through `embedding_cache`, a
     folder, when given). `config`: the linker's stage blocks and settings that
-    replace the factory's (`embedded_default.FAST_STAGES` and
-    `FAST_SETTINGS`: what `link` uses without a trained pipeline)."""
+    replace the factory's (the one default, `defaults.py`)."""
     import spacy
 
     nlp = spacy.blank("en")

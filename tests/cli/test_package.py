@@ -25,7 +25,8 @@ def trained_dir(tiny_bert_dir, tmp_path):
     shutil.copytree(tiny_bert_dir, encoder)
     save_linker_pipeline(tmp_path / "pipeline", encoder, [
         ("D1", "familial adenomatous polyposis"), ("D2", "colorectal carcinoma"),
-        ("D3", "hepatoblastoma"), ("D4", "myocardial infarction")])
+        ("D3", "hepatoblastoma"), ("D4", "myocardial infarction")],
+        index={"@misc": "spacy-bioel.NameIndex.v2", "vectors_dtype": "float32"})  # package halves it
     return tmp_path / "pipeline", encoder
 
 

@@ -10,15 +10,15 @@ import spacy
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.encoders import base_tower
 from spacy_bioel.errors import BioELError
-from tests.utils import drop_manifest, needs
+from tests.utils import drop_manifest, needs, torch_linker
 
 
 def build(tiny_bert_dir, **config):
     nlp = spacy.blank("en")
-    linker = nlp.add_pipe("bioel_linker", config={
+    linker = nlp.add_pipe("bioel_linker", config=torch_linker({
         "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
                   "max_length": 16, "shared_towers": False, "train_concept_tower": False},
-        **config})
+        **config}))
     kb = KnowledgeBase(name="toy")
     for cid, name in [("D1", "colorectal carcinoma"), ("D2", "myocardial infarction"),
                       ("D3", "asthma")]:

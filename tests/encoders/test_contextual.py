@@ -43,7 +43,10 @@ def _tok2vec_pipeline(tiny_bert_dir, width: int = 32, use_knn: bool = False):
                   "encoder": str(tiny_bert_dir), "max_length": 16,
                   "tok2vec": {"@architectures": "spacy.Tok2VecListener.v1", "width": width,
                               "upstream": "tok2vec"}},
-        "ranker": {"@misc": "spacy-bioel.KNNRanker.v1", "use_knn": use_knn}})
+        "ranker": {"@misc": "spacy-bioel.KNNRanker.v1", "use_knn": use_knn},
+        # the default runtime (ONNX) encodes mention texts: a contextual linker names PyTorch's
+        "runtime": {"@misc": "spacy-bioel.TorchRuntime.v1"},
+        "shortcut": None})  # every mention read in its context, exact KB names too
     nlp.get_pipe("bioel_linker").set_kb(_kb())
     return nlp, gold_examples(nlp, ROWS)
 

@@ -20,7 +20,7 @@ from tests.utils import drop_manifest, needs, tiny_linker_config
 ONNX_EXTRA = needs("onnxruntime", "onnx")
 
 TEXTS = ["colon cancer", "heart attack", "Asthma", "a much longer mention of a disease", "x"]
-ONNX = {"@misc": "spacy-bioel.OnnxRuntime.v1"}
+ONNX = {"@misc": "spacy-bioel.OnnxRuntime.v1", "quantize": None}  # float32 (the default is int8-all)
 
 
 def toy_kb():

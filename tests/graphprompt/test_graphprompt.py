@@ -120,14 +120,16 @@ def test_prompt_and_mask_pooling(tiny_bert_dir):
 
 
 def make_nlp(tiny_bert_dir, **loss):
+    from tests.utils import torch_linker
+
     nlp = spacy.blank("en")
-    nlp.add_pipe("bioel_linker", config={
+    nlp.add_pipe("bioel_linker", config=torch_linker({
         "model": {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
                   "pooling": "mask", "prompt": "{mask} = {text}", "max_length": 60},
         "loss": {"@misc": "spacy-bioel.GraphPromptLoss.v1", "first_order": 8,
                  "second_order": 4, "max_words": 2, "norm_lr": 0.05, **loss},
         "top_k": 6, "ranker": {"@misc": "spacy-bioel.KNNRanker.v1", "use_knn": False},
-        "nil": {"@misc": "spacy-bioel.ThresholdNIL.v1", "threshold": None}})
+        "nil": {"@misc": "spacy-bioel.ThresholdNIL.v1", "threshold": None}}))
     return nlp
 
 

@@ -142,6 +142,7 @@ def test_an_untrained_linker_encodes_a_kbs_names_once_per_machine(tiny_bert_dir,
 
     from spacy_bioel import Concept, KnowledgeBase
     from spacy_bioel.pipeline.factory import DEFAULT_CONFIG
+    from tests.utils import torch_linker
 
     assert DEFAULT_CONFIG["index"]["embedding_cache"] == "auto"
     monkeypatch.setenv("SPACY_BIOEL_CACHE", str(tmp_path / "cache"))
@@ -151,9 +152,9 @@ def test_an_untrained_linker_encodes_a_kbs_names_once_per_machine(tiny_bert_dir,
 
     def linker():
         nlp = spacy.blank("en")
-        pipe = nlp.add_pipe("bioel_linker", config={"model": {
+        pipe = nlp.add_pipe("bioel_linker", config=torch_linker({"model": {
             "@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
-            "max_length": 16}})
+            "max_length": 16}}))
         pipe.set_kb(kb)
         nlp.initialize(lambda: [])
         return pipe

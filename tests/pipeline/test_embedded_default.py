@@ -41,9 +41,9 @@ def test_built_once_then_loaded(tiny_bert_dir, tmp_path, monkeypatch):
     cache = Path(os.environ["SPACY_BIOEL_CACHE"])
     first = default_pipeline(toy_kb(), str(tiny_bert_dir))
     linker = find_linker(first)
-    assert linker.runtime.name == "onnx" and linker.runtime.quantize == "int8"
+    assert linker.runtime.name == "onnx" and linker.runtime.quantize == "int8-all"
     assert linker.index.index_type == "int8"
-    assert (linker.cfg["retrieve_k"], linker.cfg["top_k"]) == (16, 16)  # FAST_SETTINGS
+    assert (linker.cfg["retrieve_k"], linker.cfg["top_k"]) == (16, 16)  # the one default
     want = links(first)
     assert entries(cache) == [pipeline_key(toy_kb(), str(tiny_bert_dir))]  # no partial folder left
 
@@ -72,9 +72,11 @@ def test_key_follows_kb_and_encoder_files(tiny_bert_dir, tmp_path):
 
 
 def test_key_follows_the_fast_defaults(tiny_bert_dir, monkeypatch):
-    """Other fast settings (or stages) in a new version of the defaults build a new entry."""
+    """Other settings (or stages) in a new version of the one default build a new entry."""
+    from spacy_bioel.pipeline import defaults
+
     key = pipeline_key(toy_kb(), str(tiny_bert_dir))
-    monkeypatch.setattr(embedded_default, "FAST_SETTINGS", {"top_k": 8, "retrieve_k": 8})
+    monkeypatch.setitem(defaults.SETTINGS, "top_k", 8)
     assert pipeline_key(toy_kb(), str(tiny_bert_dir)) != key
 
 
@@ -104,14 +106,10 @@ def test_damaged_entry_is_rebuilt(tiny_bert_dir):
         assert links(default_pipeline(toy_kb(), str(tiny_bert_dir))) == want  # the rebuilt entry
 
 
-def test_no_cache_and_no_onnx(tiny_bert_dir, monkeypatch):
+def test_no_cache(tiny_bert_dir):
     cache = Path(os.environ["SPACY_BIOEL_CACHE"])
     nlp = default_pipeline(toy_kb(), str(tiny_bert_dir), cache=None)
     assert find_linker(nlp).runtime.name == "onnx" and entries(cache) == []
-    monkeypatch.setattr(embedded_default, "has_onnx", lambda: False)
-    nlp = default_pipeline(toy_kb(), str(tiny_bert_dir))
-    assert find_linker(nlp).runtime.name == "torch" and entries(cache) == []
-    assert find_linker(nlp).cfg["retrieve_k"] == 16  # the fast settings without the onnx extra
 
 
 def test_a_read_only_cache_is_read(tiny_bert_dir, monkeypatch):

@@ -38,9 +38,9 @@ def run(nlp, text, spans):
     return nlp(doc)
 
 
-def test_shortcut_is_off_by_default_and_validated(nlp):
+def test_shortcut_is_off_without_the_default_and_validated(nlp):
     linker = nlp.get_pipe("bioel_linker")
-    assert linker.shortcut is None and "exact_shortcut" not in linker.cfg
+    assert linker.shortcut is None and "exact_shortcut" not in linker.cfg  # TORCH_STAGES: none
     with pytest.raises(BioELError, match="E172"):  # a setting of the component no more
         linker.set_option("exact_shortcut", True)
     with pytest.raises(BioELError, match="E175"):

@@ -7,7 +7,7 @@ from thinc.api import Adam
 
 from spacy_bioel.errors import BioELError
 from spacy_bioel.training.readers import gold_spans_doc
-from tests.utils import drop_manifest
+from tests.utils import drop_manifest, torch_linker
 
 TRAIN = [
     ("Patients with colon cancer had a heart attack .", [(14, 26, "D1"), (33, 45, "D2")]),
@@ -32,7 +32,7 @@ def make_nlp(tiny_bert_dir, **overrides):
               "ranker": {"@misc": "spacy-bioel.KNNRanker.v1", "knn_k": 2, "use_knn": True},
               "loss": {"@misc": "spacy-bioel.InfoNCELoss.v1", "temperature": 0.1}}
     config.update(overrides)
-    nlp.add_pipe("bioel_linker", config=config)
+    nlp.add_pipe("bioel_linker", config=torch_linker(config))
     return nlp
 
 

@@ -10,7 +10,7 @@ from thinc.api import Adam
 
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.errors import BioELError, BioELWarning
-from tests.utils import gold_examples
+from tests.utils import gold_examples, torch_linker
 
 TRAIN = [
     ("Patients with colon cancer had a heart attack .", [(14, 26, "D1"), (33, 45, "D2")]),
@@ -61,7 +61,7 @@ def build(tiny_bert_dir, **overrides):
               "negatives": sampler("hard"), "top_k": 8, "abbreviations": False,
               "ranker": {"@misc": "spacy-bioel.KNNRanker.v1", "use_knn": False}}
     config.update(overrides)
-    linker = nlp.add_pipe("bioel_linker", config=config)
+    linker = nlp.add_pipe("bioel_linker", config=torch_linker(config))
     linker.set_kb(toy_kb())
     train = gold_examples(nlp, TRAIN)
     nlp.initialize(lambda: train)

@@ -12,7 +12,7 @@ from spacy_bioel.errors import BioELError, BioELWarning
 from spacy_bioel.training.biofeg import description_text
 from spacy_bioel.training.feature_gan import (FeatureCritic, GANSettings, generate_features,
                                               gradient_penalty, train_feature_gan)
-from tests.utils import gold_examples, spacy_train_toy
+from tests.utils import gold_examples, spacy_train_toy, torch_linker
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = [
@@ -103,11 +103,11 @@ def build(tiny_bert_dir, shared=False, train_concept_tower=True, examples=True, 
     model = {"@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(tiny_bert_dir),
              "max_length": 16, "shared_towers": shared,
              "train_concept_tower": train_concept_tower}
-    linker = nlp.add_pipe("bioel_linker", config={
+    linker = nlp.add_pipe("bioel_linker", config=torch_linker({
         "model": model, "top_k": 8, "abbreviations": False,
         "negatives": {"@misc": "spacy-bioel.HardNegatives.v1", "n": 2},
         "ranker": {"@misc": "spacy-bioel.KNNRanker.v1", "use_knn": False},
-        "biofeg": biofeg_block(tiny_bert_dir, **biofeg)})
+        "biofeg": biofeg_block(tiny_bert_dir, **biofeg)}))
     linker.set_kb(toy_kb())
     train = gold_examples(nlp, TRAIN)
     nlp.initialize(lambda: train if examples else [])

@@ -11,6 +11,7 @@ from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.encoders.thinc_biencoder import torch_module
 from spacy_bioel.training.negatives import NegativeSampler
 from spacy_bioel.training.step import MentionBatch, train_step
+from tests.utils import torch_linker
 
 MENTIONS = ["colon cancer", "heart attack", "asthma"]
 
@@ -41,9 +42,9 @@ def build(path, mixed_precision=False):
                       ("D3", "asthma"), ("D4", "gout"), ("D5", "rickets")]:
         kb.add(Concept(cid, name))
     nlp = spacy.blank("en")
-    linker = nlp.add_pipe("bioel_linker", config={"model": {
+    linker = nlp.add_pipe("bioel_linker", config=torch_linker({"model": {
         "@architectures": "spacy-bioel.BiEncoder.v1", "encoder": str(path), "max_length": 16,
-        "mixed_precision": mixed_precision}})
+        "mixed_precision": mixed_precision}}))
     linker.set_kb(kb)
     torch.manual_seed(0)
     nlp.initialize(lambda: [])
