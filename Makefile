@@ -11,8 +11,8 @@ DATA_ROOT ?= ../shared/data
 
 .PHONY: setup setup-trf demo test test-trf test-fast baselines clean
 
-EXTRAS := models,plots,test,onnx,package,viz,ray
-TRF_EXTRAS := models,test,trf
+EXTRAS := train,models,plots,test,package,viz,ray
+TRF_EXTRAS := train,models,test,trf
 
 # a virtualenv $(1) with the CPU torch wheel, then the project and the extras $(2) in one pip command
 define make_venv

@@ -40,16 +40,20 @@ if path == "torch":  # the untrained pipeline it replaced: PyTorch, a flat index
     embedded_default.pipeline_key = lambda *args, **kwargs: None  # not saved: built every call
 result = CliRunner().invoke(app, ["link", "--kb", kb, "--encoder", encoder])
 assert result.exit_code == 0, result.output
+import importlib.util
 print(json.dumps({"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "torch_imported": "torch" in sys.modules, "chars": len(result.output)}))
+                  "torch_imported": "torch" in sys.modules, "chars": len(result.output),
+                  "torch_installed": importlib.util.find_spec("torch") is not None}))
 """
 
 
-def one_call(path: str, kb: str, encoder: str, cache: Path) -> Dict[str, Any]:
-    """One `link` call in a fresh process: wall seconds, peak RSS, whether PyTorch was imported."""
+def one_call(path: str, kb: str, encoder: str, cache: Path,
+             python: str = sys.executable) -> Dict[str, Any]:
+    """One `link` call in a fresh process of `python`: wall seconds, peak RSS,
+    whether PyTorch was imported (and is installed)."""
     env = dict(os.environ, SPACY_BIOEL_CACHE=str(cache))
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", _CHILD, path, kb, encoder], env=env,
+    done = subprocess.run([python, "-c", _CHILD, path, kb, encoder], env=env,
                           capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if done.returncode != 0:

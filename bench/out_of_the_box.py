@@ -140,17 +140,22 @@ def evaluate(corpora: Dict[str, Path], id_space: str = "MESH", n_bootstrap: int 
     return report
 
 
-def calls(n: int = 3) -> Dict[str, Any]:
-    """`link` on the default, each call a fresh process on one fresh cache: the
+def calls(n: int = 3, pythons: Sequence[str] = ()) -> Dict[str, Any]:
+    """`link` on the default, each call a fresh process on one fresh cache per
+    interpreter (this one, then each of `pythons`, e.g. the base install's): the
     first builds, the later ones load."""
+    import sys
     import tempfile
 
     from .embedded_default import one_call
 
-    with tempfile.TemporaryDirectory(prefix="bioel-ootb-") as cache:
-        rows = [one_call("default", "embedded:doid", "embedded:all-MiniLM-L6-v2", Path(cache))
-                for _ in range(n)]
-    return {"calls": rows}
+    out: Dict[str, Any] = {"installs": {}}
+    for python in [sys.executable, *pythons]:
+        with tempfile.TemporaryDirectory(prefix="bioel-ootb-") as cache:
+            rows = [one_call("default", "embedded:doid", "embedded:all-MiniLM-L6-v2", Path(cache),
+                             python=python) for _ in range(n)]
+        out["installs"][python] = rows
+    return out
 
 
 def markdown(report: Dict[str, Any], link_calls: Optional[Dict[str, Any]] = None) -> str:
@@ -177,15 +182,15 @@ def markdown(report: Dict[str, Any], link_calls: Optional[Dict[str, Any]] = None
         lines.append(f"| {name} | {c['gold_concepts']} | {c['reachable']} | {100 * c['recall']:.1f} | "
                      f"{100 * c['f']:.1f} | {entry['id_space_unmapped']} |")
     if link_calls:
-        rows = link_calls["calls"]
-        later = rows[1:]
-        lines += ["", "`python -m spacy_bioel link` (plain text) in a fresh process, one fresh cache:", "",
-                  "| call | seconds | peak RSS MB | PyTorch imported |", "|---|---:|---:|---|"]
-        for i, row in enumerate(rows):
-            lines.append(f"| {'first (builds)' if i == 0 else f'later {i}'} | {row['seconds']:.2f} | "
-                         f"{row['peak_rss_mb']:.0f} | {'yes' if row['torch_imported'] else 'no'} |")
-        if later:
-            lines.append("")
+        lines += ["", "`python -m spacy_bioel link` (plain text) in a fresh process, one fresh cache "
+                  "per install:", "",
+                  "| install (interpreter) | PyTorch installed | call | seconds | peak RSS MB |",
+                  "|---|---|---|---:|---:|"]
+        for python, rows in link_calls["installs"].items():
+            for i, row in enumerate(rows):
+                lines.append(f"| `{python}` | {'yes' if row['torch_installed'] else 'no'} | "
+                             f"{'first (builds)' if i == 0 else f'later {i}'} | "
+                             f"{row['seconds']:.2f} | {row['peak_rss_mb']:.0f} |")
     return "\n".join(lines) + "\n"
 
 

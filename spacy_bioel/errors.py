@@ -419,9 +419,9 @@ class Errors(metaclass=ErrorsWithCodes):
     E253 = ("{problem}. The operating system refused a file operation: check that the path "
             "exists, that it is a file or folder as the command expects, and that it can be "
             "read (or written, for an output); then run again.")
-    E254 = ("The disease NER shipped in the package ({path}) is not the one that was built: "
+    E254 = ("The {what} shipped in the package ({path}) is not the one that was built: "
             "{problem}. Reinstall spacy-bioel, or rebuild it in a checkout with `spacy project "
-            "run build-default-ner`.")
+            "run {command}`.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

@@ -214,3 +214,21 @@ def default_ner_ship(
     shipped = ship(model, target, data, seed, command)
     size = sum((target / name).stat().st_size for name in shipped["files"])
     typer.echo(f"Shipped {model} to {target}: {len(shipped['files'])} files, {size / 1e6:.1f} MB")
+
+
+@app.command("default-tower")
+def default_tower(
+    target: Path = typer.Argument(Path("spacy_bioel/assets/tower"), help="Where the package keeps it"),
+    verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
+) -> None:
+    """Export the embedded MiniLM's mention tower as the one default does (ONNX,
+    int8 weights and embedding table) into the package, with its tokenizer, a
+    reference to the base model and a manifest of checksums (issue 72: the base
+    install serves the default without PyTorch)."""
+    from ..default_tower import build_tower
+
+    setup_logging(verbose)
+    shipped = build_tower(target)
+    size = sum((target / name).stat().st_size for name in shipped["files"])
+    typer.echo(f"Shipped the mention tower to {target}: {len(shipped['files'])} files, "
+               f"{size / 1e6:.1f} MB")

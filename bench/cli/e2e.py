@@ -150,6 +150,7 @@ def out_of_the_box_command(
     n_bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Resamples of the documents"),
     limit: int = typer.Option(0, "--limit", min=0, help="First N documents of each corpus (0: all)"),
     link_calls: int = typer.Option(3, "--calls", min=0, help="Fresh-process `link` calls timed (0: none; the first builds the pipeline)"),
+    pythons: List[str] = typer.Option([], "--python", help="Also time the `link` calls with this interpreter (e.g. the base install's, .venv-deploy/bin/python); repeatable"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """The default pipeline a user gets (shipped NER + untrained linker on the
@@ -162,7 +163,7 @@ def out_of_the_box_command(
 
     setup_logging(verbose)
     paths = {name: Path(path) for name, path in labelled(corpora, "TEST.spacy", "CORPORA").items()}
-    timed = calls(link_calls) if link_calls else None  # first: on idle cores, before the rest
+    timed = calls(link_calls, pythons) if link_calls else None  # first: on idle cores, before the rest
     report = evaluate(paths, id_space, n_bootstrap, limit)
     if timed:
         report["link_calls"] = timed

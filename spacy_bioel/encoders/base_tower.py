@@ -92,5 +92,34 @@ def base_state(reference: Dict[str, Any], where: str) -> Dict[str, Any]:
     return {PREFIX + name: tensor for name, tensor in transformer.state_dict().items()}
 
 
-__all__ = ["REFERENCE_PREFIXES", "tower_digest", "reference_for", "adopted_reference",
+# A weights file that is a reference to the base model: the untrained default's mention tower
+# (`pipeline.served`) is the base model itself, so its pipeline ships no weights of its own
+BASE_WEIGHTS = b"spacy-bioel weights: the base model\n"
+
+
+def reference_bytes(reference: Dict[str, str]) -> bytes:
+    """The weights file of a module that is the base model `reference` names
+    ({"encoder", "sha256"}: `tower_digest` of its transformer)."""
+    import json
+
+    return BASE_WEIGHTS + json.dumps(reference, sort_keys=True).encode("utf-8") + b"\n"
+
+
+def read_reference(data: bytes) -> Optional[Dict[str, str]]:
+    """The reference a weights file holds, or None for weights of their own."""
+    import json
+
+    if not data.startswith(BASE_WEIGHTS):
+        return None
+    try:
+        reference = json.loads(data[len(BASE_WEIGHTS):].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        reference = None
+    if not isinstance(reference, dict) or not {"encoder", "sha256"} <= set(reference):
+        raise ValueError("a base-model reference without its encoder and sha256")
+    return reference
+
+
+__all__ = ["REFERENCE_PREFIXES", "BASE_WEIGHTS", "read_reference",
+           "reference_bytes", "tower_digest", "reference_for", "adopted_reference",
            "current_reference", "base_state"]

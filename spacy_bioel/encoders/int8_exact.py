@@ -39,6 +39,19 @@ EXTERNAL_FOLDER = "session.model_external_initializers_file_folder_path"
 PROBE_K = 64  # the probe's inner size: 255 x 127 x 64 exactly, or a saturated sum
 
 
+# `probe_graph()`'s bytes, shipped so that loading a pipeline does not import `onnx` (0.5 s);
+# tests/encoders/test_int8_exact.py checks them against a fresh build
+PROBE_FILE = Path(__file__).resolve().parent.parent / "assets" / "u8s8_probe.onnx"
+
+
+def shipped_probe_graph() -> bytes:
+    """The probe graph: the shipped file, else `probe_graph()` (needs `onnx`)."""
+    try:
+        return PROBE_FILE.read_bytes()
+    except OSError:
+        return probe_graph()
+
+
 def probe_graph() -> bytes:
     """A MatMulInteger of uint8 A (batch, PROBE_K) and int8 B (PROBE_K, 16), no
     zero points, int32 out; needs `onnx`."""
@@ -79,14 +92,14 @@ def u8s8_saturates() -> bool:
     if setting in ("0", "false", "no"):
         return False
     try:
-        graph = probe_graph()
+        graph = shipped_probe_graph()
     except ImportError:
         logger.warning("onnx is not installed: int8 matmuls are not checked for int16 "
                        "saturation on this CPU (pip install onnx)")
         return False
     saturates = not probe(graph)
-    if saturates:
-        logger.info("This CPU's ONNX Runtime saturates uint8 x int8 products (AVX2 without VNNI): "
+    if saturates:  # debug: the user did not ask (docs/component.md says what it costs)
+        logger.debug("This CPU's ONNX Runtime saturates uint8 x int8 products (AVX2 without VNNI): "
                     "int8 graphs are split into exact halves (twice the integer matmul work)")
     return saturates
 

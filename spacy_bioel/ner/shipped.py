@@ -13,69 +13,42 @@ for a file that differs or is missing), so what loads is what was built.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
-from ..errors import BioELError, Errors
+from .. import assets
+from ..assets import MANIFEST
 
 logger = logging.getLogger(__name__)
 
 ASSET = Path(__file__).resolve().parent.parent / "assets" / "ner"
-MANIFEST = "shipped.json"
 LABEL = "Disease"
+
+
+WHAT, COMMAND = "disease NER", "build-default-ner"
 
 
 def tree_checksums(folder: Union[str, Path]) -> Dict[str, str]:
     """{relative posix path: SHA-256} of every file under `folder` but the manifest."""
-    folder = Path(folder)
-    out: Dict[str, str] = {}
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        relative = path.relative_to(folder).as_posix()
-        if relative == MANIFEST or "__pycache__" in path.parts:
-            continue
-        out[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
+    return assets.tree_checksums(folder)
 
 
 def digest(folder: Union[str, Path] = ASSET) -> str:
     """One SHA-256 over every file's checksum (what a test pins, and the default
     pipeline's cache key reads)."""
-    table = json.dumps(tree_checksums(folder), sort_keys=True)
-    return hashlib.sha256(table.encode("utf-8")).hexdigest()
+    return assets.digest(folder)
 
 
 def manifest(folder: Union[str, Path] = ASSET) -> Dict[str, Any]:
     """The shipped NER's manifest (E254 when it is missing or not JSON)."""
-    path = Path(folder) / MANIFEST
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise BioELError(Errors.E254.format(path=path, problem=f"its manifest cannot be read ({err})"))
-    if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
-        raise BioELError(Errors.E254.format(path=path, problem="its manifest has no 'files' table"))
-    return data
+    return assets.manifest(folder, WHAT, COMMAND)
 
 
 def verify(folder: Union[str, Path] = ASSET) -> Dict[str, Any]:
     """Check every file of the NER in `folder` against its manifest; return the
     manifest. E254 names the first file that is missing, added or changed."""
-    folder = Path(folder)
-    expected = manifest(folder)["files"]
-    found = tree_checksums(folder)
-    for name in sorted(set(expected) | set(found)):
-        if name not in found:
-            problem = f"{name} is missing"
-        elif name not in expected:
-            problem = f"{name} is not one of the files it was shipped with"
-        elif found[name] != expected[name]:
-            problem = f"{name} differs from the file that was shipped (SHA-256)"
-        else:
-            continue
-        raise BioELError(Errors.E254.format(path=folder, problem=problem))
-    return manifest(folder)
+    return assets.verify(folder, WHAT, COMMAND)
 
 
 def load_ner(folder: Union[str, Path] = ASSET, vocab: Optional[Any] = None):

@@ -44,9 +44,11 @@ from ..encoders.common import DEFAULT_ENCODER, resolve_model_path
 from ..errors import BioELError, Warnings, warn
 from ..index.name_index import AUTO_CACHE, cache_folder
 from ..kb.knowledge_base import KnowledgeBase
+from .. import assets
 from ..ner import shipped
 from ..nil import stages
 from ..outputs import MARKER, read_marker, remove_stale_partials, write_marker, write_partial_marker
+from . import served
 from .defaults import linker_config
 from .loading import load_pipeline, untrained_pipeline
 
@@ -73,20 +75,23 @@ def has_onnx() -> bool:
 
 def pipeline_key(kb: KnowledgeBase, encoder: str, ner: bool = True) -> Optional[str]:
     """The cache key of the default pipeline on `kb` and `encoder` (with the
-    shipped NER: its files' checksums too), or None when the encoder is not a
-    local folder."""
-    folder = Path(resolve_model_path(encoder))
-    if not folder.is_dir():
-        return None
+    shipped NER: its files' checksums too; on the shipped tower: its files'), or
+    None when the encoder is neither the shipped tower's nor a local folder."""
     digest = hashlib.sha256()
     digest.update(f"{__version__}\n{CACHE_LAYOUT}\n{encoder}\n".encode("utf-8"))
     if ner:
         digest.update(shipped.digest().encode("utf-8"))
     digest.update(json.dumps(fast_config(), sort_keys=True, default=str).encode("utf-8"))
     digest.update(f"{list(stages.DEFAULT_CALIBRATION)}\t{stages.DEFAULT_THRESHOLD}\n".encode("utf-8"))
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(folder)}\t{stat.st_size}\t{stat.st_mtime_ns}\n".encode())
+    if served.available(encoder):  # built on the shipped tower (`served`): its files, not the base's
+        digest.update(assets.digest(served.TOWER).encode("utf-8"))
+    else:
+        folder = Path(resolve_model_path(encoder))
+        if not folder.is_dir():
+            return None
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            stat = path.stat()
+            digest.update(f"{path.relative_to(folder)}\t{stat.st_size}\t{stat.st_mtime_ns}\n".encode())
     digest.update(kb.digest().encode())
     return digest.hexdigest()[:24]
 
@@ -127,7 +132,7 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
             return _build(kb, encoder, fast_config(), ner)
         try:
             nlp = load_pipeline(folder)
-            logger.info("Loaded the default pipeline from %s", folder)
+            logger.debug("Loaded the default pipeline from %s", folder)  # only what the user asked for
             return nlp
         except (BioELError, OSError, ValueError) as err:
             warn(Warnings.W016.format(path=folder, problem=" ".join(str(err).split())[:200] + (
@@ -144,7 +149,15 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
 
 
 def _build(kb: KnowledgeBase, encoder: str, config: Dict[str, Any], ner: bool) -> Language:
-    """The untrained linker pipeline, with the shipped NER before it when `ner`."""
+    """The untrained linker pipeline, with the shipped NER before it when `ner`: on
+    the embedded default's encoder, served by the shipped int8 tower (`served`:
+    no PyTorch needed, the same links with or without it); on another encoder,
+    built with PyTorch."""
+    import spacy
+
+    if served.available(encoder) and config == linker_config():  # the one default, unchanged
+        nlp = served.served_linker(spacy.blank("en"), kb)
+        return with_shipped_ner(nlp) if ner else nlp
     config = {key: value for key, value in config.items() if key != "model"}  # the encoder's own
     nlp = untrained_pipeline(kb, encoder, config=config)
     return with_shipped_ner(nlp) if ner else nlp

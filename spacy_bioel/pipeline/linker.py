@@ -129,17 +129,25 @@ class BioELLinker(TrainablePipe):
         if kb_loader is not None:
             self.set_kb(kb_loader())
         examples = list(get_examples())
+        rows = self.state.gold_rows(examples, self.cfg["context_window"], self.cfg["spans_key"])
+        from . import served
+
+        training = (nlp.config.get("training") or {}) if nlp is not None else {}
+        if not rows and self.deferred_model is None and \
+                not is_built(self.model) and served.can_serve(self):
+            # nothing to train on, the one default on the embedded MiniLM: the shipped int8
+            # tower encodes the names, no PyTorch (the same links in every install)
+            served.serve(self)
+            return
         # negatives are sampled reproducibly: spaCy's [training] seed fixes numpy's global state
         self.rng = np.random.default_rng(np.random.randint(2 ** 31))
-        training = (nlp.config.get("training") or {}) if nlp is not None else {}
         self.steps = updates.TrainingState(eval_frequency=int(training.get("eval_frequency") or 0))
         if self.deferred_model is not None:
             self.require_model("initialize")
         check_contextual(self.model, self.ranker, self.biofeg, self.runtime)
         self.model.initialize(X=([" "], "mention"))
         self.runtime.invalidate()
-        self.train_mentions = self.state.gold_rows(examples, self.cfg["context_window"],
-                                                   self.cfg["spans_key"])
+        self.train_mentions = rows
         self.refresh(force=True)
 
     def resolve(self, concept_id: str) -> Optional[int]:

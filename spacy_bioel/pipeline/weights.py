@@ -37,6 +37,11 @@ def load_model(model: Model, path: Path, dim: Optional[int],
     """
     from ..encoders.thinc_biencoder import build_from_saved, is_contextual, torch_module
 
+    data = weights if weights is not None else (path / "model").read_bytes()
+    reference = base_reference(path / "model", data)
+    if reference is not None:  # weights by reference to the base model (`served`)
+        build_from_base(model, reference, str(path / "model"))
+        return
     build_module(build_from_saved, model, path, encoder_dir or path / "encoder")
     if not is_contextual(model):
         torch_module(model).concept_base = concept_tower or None
@@ -45,6 +50,42 @@ def load_model(model: Model, path: Path, dim: Optional[int],
     if dim is not None and model.get_dim("nO") != dim:
         raise BioELError(Errors.E157.format(path=path, key="dim", saved=dim,
                                             config=model.get_dim("nO")))
+
+
+def build_from_base(model, reference: Dict[str, str], where: str) -> None:
+    """Build the thinc bi-encoder `model` from its base model (`model.initialize`
+    loads the pretrained weights of its `encoder`) and check that its mention
+    tower is the one `reference` names (E241)."""
+    from ..encoders.base_tower import reference_for, tower_digest
+    from ..encoders.thinc_biencoder import torch_module
+
+    if str(model.attrs.get("encoder")) != str(reference["encoder"]):
+        raise BioELError(Errors.E241.format(path=where, encoder=reference["encoder"], problem=(
+            f"the pipeline's model is configured with {model.attrs.get('encoder')!r}")))
+    try:
+        model.initialize(X=([" "], "mention"))
+    except (OSError, ValueError, KeyError) as err:
+        raise BioELError(Errors.E241.format(path=where, encoder=reference["encoder"],
+                                            problem=f"it cannot be loaded ({type(err).__name__}: "
+                                                    f"{str(err)[:160]})"))
+    module = torch_module(model)
+    if tower_digest(module.mention_encoder) != reference["sha256"]:
+        raise BioELError(Errors.E241.format(path=where, encoder=reference["encoder"],
+                                            problem="its weights differ from those the pipeline "
+                                                    "was built with"))
+    if getattr(module, "concept_encoder", None) is not None:
+        module.concept_base = reference_for(module, reference["encoder"])
+
+
+def base_reference(path: Path, data: bytes) -> Optional[Dict[str, str]]:
+    """The base-model reference a weights file holds (`encoders.base_tower`), or
+    None; E176 for a reference that does not parse."""
+    from ..encoders.base_tower import read_reference
+
+    try:
+        return read_reference(data)
+    except ValueError as err:
+        raise damaged(path, "model", str(err))
 
 
 def checked_weights(path: Path, digest: Optional[str], data: bytes) -> bytes:
@@ -130,6 +171,10 @@ class DeferredModel:
         except ImportError as err:
             raise BioELError(Errors.E180.format(why=why, problem=f"{err.name} is not installed"))
         weights = checked_weights(self.path / "model", self.digest, self.weights.read_bytes())
+        reference = base_reference(self.path / "model", weights)
+        if reference is not None:  # the base model itself (the untrained default, `served`)
+            build_from_base(model, reference, str(self.path / "model"))
+            return
         with tempfile.TemporaryDirectory() as tmp:
             self.save_encoder(Path(tmp))
             load_model(model, self.path, self.dim, weights=weights,
@@ -148,5 +193,5 @@ class DeferredModel:
             replace_file(folder / name, lambda p, c=content: p.write_bytes(c))
 
 
-__all__ = ["load_model", "build_module", "load_weights", "check_tokenizer", "check_vocabulary", "DeferredModel",
+__all__ = ["base_reference", "build_from_base", "load_model", "build_module", "load_weights", "check_tokenizer", "check_vocabulary", "DeferredModel",
            "checked_weights"]

@@ -136,3 +136,11 @@ def test_reports_say_whether_int8_was_split_here():
     from spacy_bioel.encoders.int8_exact import int8_split_here
 
     assert int8_split_here() is u8s8_saturates()
+
+
+def test_the_shipped_probe_graph_is_the_one_onnx_builds():
+    """Loading reads the probe from the package (no `onnx` import, 0.5 s); it is
+    byte for byte the graph `probe_graph` builds."""
+    from spacy_bioel.encoders.int8_exact import PROBE_FILE, probe_graph, shipped_probe_graph
+
+    assert PROBE_FILE.read_bytes() == probe_graph() == shipped_probe_graph()
