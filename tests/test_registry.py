@@ -174,6 +174,21 @@ def test_the_shipped_ner_config_trains_an_ner_alone_on_the_default_kbs_names():
     assert config["training"]["patience"] == 0 and config["training"]["max_steps"] > 0
 
 
+def test_the_in_context_ner_config_builds_on_a_tiny_encoder(tiny_bert_dir):
+    """configs/ner_minilm.cfg (issue 73): the encoder's token vectors in context, frozen,
+    beside the KB-name features, under the one-label ner."""
+    from spacy.util import load_model_from_config
+
+    config = Config().from_disk(CONFIGS / "ner_minilm.cfg",
+                                overrides={"paths.encoder": str(tiny_bert_dir)})
+    nlp = load_model_from_config(config, auto_fill=True, validate=True)
+    assert nlp.pipe_names == ["tok2vec", "ner"]
+    embed = config["components"]["tok2vec"]["model"]["embed"]
+    assert embed["@architectures"] == "spacy-bioel.KBNameEmbed.v1"
+    assert embed["embed"]["@architectures"] == "spacy-bioel.TransformerTokens.v1"
+    assert embed["embed"]["frozen"] is True
+
+
 def test_reranker_config_trains_behind_a_frozen_annotating_linker():
     """configs/reranker.cfg (its sourced linker swapped for a fresh one) builds the
     reranker without loading an encoder, and the linker annotates each batch."""

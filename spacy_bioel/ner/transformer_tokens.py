@@ -1,0 +1,179 @@
+"""Token vectors of a transformer that reads each document in context, for the
+NER (issue 73): `spacy-bioel.TransformerTokens.v1`, this project's own layer, so
+the NER does not pin the transformers version spacy-transformers supports.
+
+Each document's spaCy tokens are split into word pieces by the encoder's fast
+tokenizer (`is_split_into_words`, so a piece knows its token). A document longer
+than the encoder's window is read in overlapping windows (`window` pieces,
+`stride` apart, [CLS] and [SEP] around each). A token's vector is the mean of
+its pieces' vectors over every window that read them. A token without a piece
+(white space) gets zeros.
+
+A piece's vector is a learned mix of the encoder's layers: softmax weights over
+the embedding output and every layer, times a learned scale (the scalar mix of
+ELMo, Peters et al. 2018, eq. 1, which spacy-transformers and AllenNLP also use
+for frozen encoders). With `frozen = true` only the mix trains: the encoder runs
+without gradients. With `frozen = false` the encoder trains too, and the
+optimizer's learning rate applies to it; see docs/results/e2e.md for the rates
+tried.
+
+The layer is built with its encoder's weights when the architecture is created,
+so a saved pipeline loads its own weights over them.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, List, Tuple
+
+import numpy as np
+from spacy.tokens import Doc
+from spacy.util import registry
+from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v3
+from thinc.types import Floats2d
+
+from ..encoders.common import DEFAULT_ENCODER
+from ..validation import as_bool, as_int
+
+
+def windows(n_pieces: int, window: int, stride: int) -> List[Tuple[int, int]]:
+    """(start, end) piece ranges of at most `window` pieces, `stride` apart, the
+    last one ending at `n_pieces`; every piece is in at least one range."""
+    if n_pieces <= window:
+        return [(0, n_pieces)]
+    starts = list(range(0, n_pieces - window, stride)) + [n_pieces - window]
+    return [(start, start + window) for start in starts]
+
+
+def piece_batch(tokenizer, docs: List[Doc], window: int, stride: int
+                ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """input_ids and attention_mask (windows, window + 2) and `rows`, the row of
+    each position's token in the concatenated tokens of `docs` (-1 for [CLS],
+    [SEP] and padding)."""
+    inner = window
+    ids: List[List[int]] = []
+    rows: List[List[int]] = []
+    offset = 0
+    for doc in docs:
+        words = [token.text for token in doc]
+        if words:
+            # the whole document at once (windows are cut below): no warning about its length
+            encoded = tokenizer(words, is_split_into_words=True, add_special_tokens=False,
+                                verbose=False)
+            piece_ids = encoded["input_ids"]
+            owners = [offset + w if w is not None else -1 for w in encoded.word_ids()]
+        else:
+            piece_ids, owners = [], []
+        for start, end in windows(len(piece_ids), inner, stride):
+            ids.append([tokenizer.cls_token_id] + piece_ids[start:end] + [tokenizer.sep_token_id])
+            rows.append([-1] + owners[start:end] + [-1])
+        offset += len(doc)
+    width = max((len(r) for r in ids), default=2)
+    input_ids = np.full((len(ids), width), tokenizer.pad_token_id or 0, dtype=np.int64)
+    mask = np.zeros((len(ids), width), dtype=np.int64)
+    index = np.full((len(ids), width), -1, dtype=np.int64)
+    for i, (piece_ids, owners) in enumerate(zip(ids, rows)):
+        input_ids[i, :len(piece_ids)] = piece_ids
+        mask[i, :len(piece_ids)] = 1
+        index[i, :len(owners)] = owners
+    return input_ids, mask, index
+
+
+def _module(transformer, frozen: bool):
+    import torch
+    from torch import nn
+
+    class MixedPieces(nn.Module):
+        """The encoder's layers mixed (softmax weights, a scale) and averaged per token."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.transformer = transformer
+            self.frozen = frozen
+            layers = int(transformer.config.num_hidden_layers) + 1
+            self.mix = nn.Parameter(torch.zeros(layers))
+            self.scale = nn.Parameter(torch.ones(1))
+            if frozen:
+                for parameter in transformer.parameters():
+                    parameter.requires_grad_(False)
+
+        def forward(self, input_ids, attention_mask, index, n_tokens: int):
+            if input_ids.shape[0] == 0:
+                return self.mix.new_zeros((n_tokens, self.transformer.config.hidden_size))
+            with torch.set_grad_enabled(torch.is_grad_enabled() and not self.frozen):
+                states = self.transformer(input_ids=input_ids, attention_mask=attention_mask,
+                                          output_hidden_states=True).hidden_states
+            stacked = torch.stack(states, dim=0)  # (layers, windows, pieces, hidden)
+            weights = torch.softmax(self.mix, dim=0).view(-1, 1, 1, 1)
+            pieces = self.scale * (weights * stacked).sum(dim=0)
+            flat_index = index.reshape(-1)
+            keep = flat_index >= 0
+            rows = flat_index[keep]
+            values = pieces.reshape(-1, pieces.shape[-1])[keep]
+            out = values.new_zeros((n_tokens, values.shape[-1]))
+            out = out.index_add(0, rows, values)
+            counts = torch.bincount(rows, minlength=n_tokens).clamp(min=1).unsqueeze(1)
+            return out / counts.to(out.dtype)
+
+    return MixedPieces()
+
+
+@registry.architectures("spacy-bioel.TransformerTokens.v1")
+def build_transformer_tokens(encoder: str = DEFAULT_ENCODER, window: int = 128,
+                             stride: int = 96, frozen: bool = True
+                             ) -> Model[List[Doc], List[Floats2d]]:
+    """Docs -> (tokens, hidden) vectors of `encoder` reading each document in
+    context (see the module): the `embed` of `spacy-bioel.KBNameEmbed.v1` for an
+    NER that reads mentions in context.
+
+    encoder (str): A local model folder, a hub name (needs internet) or
+        'embedded:all-MiniLM-L6-v2'.
+    window (int): Word pieces a window reads (without [CLS] and [SEP]).
+    stride (int): Pieces between the starts of two windows (< window: overlap).
+    frozen (bool): Train only the layer mix (True), or the encoder too.
+    """
+    from ..encoders.torch_biencoder import load_transformer
+    from ..encoders.torch_io import deserialize_weights, serialize_weights
+
+    window = as_int("window", window, 8, 100_000)
+    stride = as_int("stride", stride, 1, window)
+    frozen = as_bool("frozen", frozen)
+    tokenizer, transformer = load_transformer(encoder)
+    limit = int(getattr(transformer.config, "max_position_embeddings", window + 2))
+    window = min(window, limit - 2)
+    stride = min(stride, window)
+    module = _module(transformer, frozen)
+    wrapper = PyTorchWrapper_v3(module, convert_inputs=_converter(tokenizer, window, stride),
+                                serialize_model=serialize_weights,
+                                deserialize_model=deserialize_weights)
+    return Model("transformer_tokens", _forward, layers=[wrapper],
+                 dims={"nO": int(transformer.config.hidden_size)},
+                 attrs={"encoder": encoder, "window": window, "stride": stride,
+                        "frozen": frozen})
+
+
+def _converter(tokenizer, window: int, stride: int) -> Callable:
+    def convert_inputs(model: Model, docs: List[Doc], is_train: bool):
+        import torch
+
+        device = model.shims[0].device
+        input_ids, mask, index = piece_batch(tokenizer, docs, window, stride)
+        n_tokens = sum(len(doc) for doc in docs)
+        args = ArgsKwargs(args=(torch.from_numpy(input_ids).to(device),
+                                torch.from_numpy(mask).to(device),
+                                torch.from_numpy(index).to(device), n_tokens), kwargs={})
+        return args, lambda d_inputs: docs
+    return convert_inputs
+
+
+def _forward(model: Model, docs: List[Doc], is_train: bool
+             ) -> Tuple[List[Floats2d], Callable[[List[Floats2d]], List[Doc]]]:
+    vectors, backprop = model.layers[0](docs, is_train)
+    lengths = [len(doc) for doc in docs]
+    out = model.ops.unflatten(model.ops.asarray2f(vectors), lengths)
+
+    def backprop_docs(d_out: List[Floats2d]) -> Any:
+        backprop(model.ops.flatten(d_out) if d_out else model.ops.alloc2f(0, model.get_dim("nO")))
+        return docs
+    return out, backprop_docs
+
+
+__all__ = ["build_transformer_tokens", "piece_batch", "windows"]

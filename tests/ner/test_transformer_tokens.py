@@ -1,0 +1,88 @@
+"""`spacy-bioel.TransformerTokens.v1`: a transformer reads each document in context;
+its word pieces are averaged per spaCy token over overlapping windows."""
+import numpy as np
+import pytest
+import spacy
+from spacy.training import Example
+from thinc.api import Adam
+
+from spacy_bioel.ner.transformer_tokens import build_transformer_tokens, piece_batch, windows
+
+pytest.importorskip("torch", reason="the train extra")
+
+
+def test_windows_cover_every_piece_and_overlap():
+    assert windows(5, 8, 4) == [(0, 5)]
+    spans = windows(20, 8, 5)
+    assert spans[0] == (0, 8) and spans[-1] == (12, 20)
+    covered = set()
+    for start, end in spans:
+        assert end - start == 8
+        covered.update(range(start, end))
+    assert covered == set(range(20))
+
+
+def test_pieces_know_their_tokens(tiny_bert_dir):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_dir))
+    nlp = spacy.blank("en")
+    docs = [nlp("colon cancer"), nlp("asthma")]
+    ids, mask, index = piece_batch(tokenizer, docs, 64, 32)
+    assert ids.shape[0] == 2 and mask.sum() == ids.shape[0] * 2 + (index >= 0).sum()
+    assert set(index[0][index[0] >= 0]) == {0, 1} and set(index[1][index[1] >= 0]) == {2}
+
+
+def test_long_documents_read_in_windows_give_a_vector_per_token(tiny_bert_dir):
+    nlp = spacy.blank("en")
+    model = build_transformer_tokens(str(tiny_bert_dir), window=12, stride=6)
+    model.initialize()
+    text = " ".join(["colon cancer and asthma ."] * 10) + "\n\n"
+    short, long = nlp("colon cancer"), nlp(text)
+    out = model.predict([short, long])
+    assert [o.shape for o in out] == [(2, 32), (len(long), 32)]
+    assert np.abs(out[1][-1]).sum() == 0.0  # the white-space token has no piece
+    assert np.isfinite(out[1]).all()
+    alone = build_transformer_tokens(str(tiny_bert_dir), window=60, stride=60).predict([short])
+    assert np.allclose(alone[0], out[0], atol=1e-5)  # a short doc is one window either way
+
+
+def test_frozen_trains_only_the_mix(tiny_bert_dir):
+    from spacy_bioel.encoders.thinc_biencoder import torch_module  # noqa: F401
+
+    model = build_transformer_tokens(str(tiny_bert_dir), window=12, stride=6, frozen=True)
+    module = model.layers[0].shims[0]._model
+    trainable = {n for n, p in module.named_parameters() if p.requires_grad}
+    assert trainable == {"mix", "scale"}
+    nlp = spacy.blank("en")
+    docs = [nlp("colon cancer and asthma")]
+    out, backprop = model.begin_update(docs)
+    before = module.mix.detach().clone()
+    backprop([model.ops.alloc2f(*o.shape) + 1.0 for o in out])
+    model.finish_update(Adam(0.1))
+    assert not np.allclose(before.numpy(), module.mix.detach().numpy())
+
+
+def test_an_ner_trains_on_it_and_its_pipeline_saves_and_loads(tiny_bert_dir, tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("tok2vec", config={"model": {
+        "@architectures": "spacy.Tok2Vec.v2",
+        "embed": {"@architectures": "spacy-bioel.TransformerTokens.v1",
+                  "encoder": str(tiny_bert_dir), "window": 16, "stride": 8},
+        "encode": {"@architectures": "spacy.MaxoutWindowEncoder.v2", "width": 32, "depth": 1,
+                   "window_size": 1, "maxout_pieces": 2}}})
+    nlp.add_pipe("ner")
+    train = []
+    for text, spans in [("Patients with colon cancer .", [(14, 26)]),
+                        ("Asthma was frequent .", [(0, 6)])]:
+        doc = nlp.make_doc(text)
+        train.append(Example.from_dict(doc, {"entities": [(s, e, "Disease") for s, e in spans]}))
+    optimizer = nlp.initialize(lambda: train)
+    losses = {}
+    for _ in range(30):
+        nlp.update(train, sgd=optimizer, losses=losses, drop=0.0)
+    assert [(e.text, e.label_) for e in nlp("Patients with colon cancer .").ents] == \
+        [("colon cancer", "Disease")]
+    nlp.to_disk(tmp_path / "ner")
+    loaded = spacy.load(tmp_path / "ner")
+    assert [e.text for e in loaded("Patients with colon cancer .").ents] == ["colon cancer"]
