@@ -13,9 +13,11 @@ A piece's vector is a learned mix of the encoder's layers: softmax weights over
 the embedding output and every layer, times a learned scale (the scalar mix of
 ELMo, Peters et al. 2018, eq. 1, which spacy-transformers and AllenNLP also use
 for frozen encoders). With `frozen = true` only the mix trains: the encoder runs
-without gradients. With `frozen = false` the encoder trains too, and the
-optimizer's learning rate applies to it; see docs/results/e2e.md for the rates
-tried.
+without gradients. With `frozen = false` the encoder trains too, at its own
+rate: the optimizer's learning rate times `encoder_lr_scale` (e.g. 1e-3 x 0.05 =
+5e-5, BERT's fine-tuning rate, while the fresh NER head keeps 1e-3), warmed up
+linearly over `warmup_steps` updates (Devlin et al. 2019, Sec. A.2). One rate
+for both was what left an earlier NER at F1 0.0 (docs/results/e2e.md).
 
 The layer is built with its encoder's weights when the architecture is created,
 so a saved pipeline loads its own weights over them.
@@ -27,11 +29,14 @@ from typing import Any, Callable, List, Tuple
 import numpy as np
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v3
+from thinc.api import ArgsKwargs, Model
+from thinc.layers.pytorchwrapper import convert_pytorch_default_outputs
+from thinc.layers.pytorchwrapper import forward as pytorch_forward
+from thinc.shims import PyTorchShim
 from thinc.types import Floats2d
 
 from ..encoders.common import DEFAULT_ENCODER
-from ..validation import as_bool, as_int
+from ..validation import as_bool, as_float, as_int
 
 
 def windows(n_pieces: int, window: int, stride: int) -> List[Tuple[int, int]]:
@@ -116,9 +121,40 @@ def _module(transformer, frozen: bool):
     return MixedPieces()
 
 
+class EncoderRateShim(PyTorchShim):
+    """thinc's PyTorch shim, with the encoder's parameters (`transformer.*`)
+    updated at `lr_scale` times the optimizer's rate, warmed up linearly over
+    `warmup_steps` updates; the other parameters (the mix) at the full rate."""
+
+    def __init__(self, module, lr_scale: float, warmup_steps: int, **kwargs) -> None:
+        super().__init__(module, **kwargs)
+        self.lr_scale, self.warmup_steps, self.updates = lr_scale, warmup_steps, 0
+
+    def encoder_scale(self) -> float:
+        warm = min(1.0, (self.updates + 1) / self.warmup_steps) if self.warmup_steps else 1.0
+        return self.lr_scale * warm
+
+    def finish_update(self, optimizer) -> None:
+        from thinc.util import torch2xp, xp2torch
+
+        scale = self.encoder_scale()
+        for name, parameter in self._model.named_parameters():
+            if parameter.grad is None:
+                continue
+            if not self._grad_scaler.found_inf:
+                value, _ = optimizer((self.id, name), torch2xp(parameter.data),
+                                     torch2xp(parameter.grad),
+                                     lr_scale=scale if name.startswith("transformer.") else 1.0)
+                parameter.data = xp2torch(value, requires_grad=True, device=parameter.device)
+            parameter.grad.zero_()
+        self._grad_scaler.update()
+        self.updates += 1
+
+
 @registry.architectures("spacy-bioel.TransformerTokens.v1")
 def build_transformer_tokens(encoder: str = DEFAULT_ENCODER, window: int = 128,
-                             stride: int = 96, frozen: bool = True
+                             stride: int = 96, frozen: bool = True,
+                             encoder_lr_scale: float = 0.05, warmup_steps: int = 500
                              ) -> Model[List[Doc], List[Floats2d]]:
     """Docs -> (tokens, hidden) vectors of `encoder` reading each document in
     context (see the module): the `embed` of `spacy-bioel.KBNameEmbed.v1` for an
@@ -129,6 +165,10 @@ def build_transformer_tokens(encoder: str = DEFAULT_ENCODER, window: int = 128,
     window (int): Word pieces a window reads (without [CLS] and [SEP]).
     stride (int): Pieces between the starts of two windows (< window: overlap).
     frozen (bool): Train only the layer mix (True), or the encoder too.
+    encoder_lr_scale (float): Not frozen: the encoder's rate as a share of the
+        optimizer's (the mix and the layers above train at the full rate).
+    warmup_steps (int): Not frozen: updates over which the encoder's rate rises
+        linearly from 0 to its scale (0: none).
     """
     from ..encoders.torch_biencoder import load_transformer
     from ..encoders.torch_io import deserialize_weights, serialize_weights
@@ -140,14 +180,19 @@ def build_transformer_tokens(encoder: str = DEFAULT_ENCODER, window: int = 128,
     limit = int(getattr(transformer.config, "max_position_embeddings", window + 2))
     window = min(window, limit - 2)
     stride = min(stride, window)
+    encoder_lr_scale = as_float("encoder_lr_scale", encoder_lr_scale, 0.0, 1.0)
+    warmup_steps = as_int("warmup_steps", warmup_steps, 0, 10 ** 7)
     module = _module(transformer, frozen)
-    wrapper = PyTorchWrapper_v3(module, convert_inputs=_converter(tokenizer, window, stride),
-                                serialize_model=serialize_weights,
-                                deserialize_model=deserialize_weights)
+    shim = EncoderRateShim(module, encoder_lr_scale, warmup_steps,
+                           serialize_model=serialize_weights, deserialize_model=deserialize_weights)
+    wrapper = Model("pytorch", pytorch_forward, shims=[shim], dims={"nI": None, "nO": None},
+                    attrs={"convert_inputs": _converter(tokenizer, window, stride),
+                           "convert_outputs": convert_pytorch_default_outputs})
     return Model("transformer_tokens", _forward, layers=[wrapper],
                  dims={"nO": int(transformer.config.hidden_size)},
                  attrs={"encoder": encoder, "window": window, "stride": stride,
-                        "frozen": frozen})
+                        "frozen": frozen, "encoder_lr_scale": encoder_lr_scale,
+                        "warmup_steps": warmup_steps})
 
 
 def _converter(tokenizer, window: int, stride: int) -> Callable:
@@ -176,4 +221,4 @@ def _forward(model: Model, docs: List[Doc], is_train: bool
     return out, backprop_docs
 
 
-__all__ = ["build_transformer_tokens", "piece_batch", "windows"]
+__all__ = ["EncoderRateShim", "build_transformer_tokens", "piece_batch", "windows"]

@@ -86,3 +86,29 @@ def test_an_ner_trains_on_it_and_its_pipeline_saves_and_loads(tiny_bert_dir, tmp
     nlp.to_disk(tmp_path / "ner")
     loaded = spacy.load(tmp_path / "ner")
     assert [e.text for e in loaded("Patients with colon cancer .").ents] == ["colon cancer"]
+
+
+def test_the_encoder_trains_at_its_own_warmed_up_rate(tiny_bert_dir):
+    """Not frozen: the encoder's parameters move at `encoder_lr_scale` times the
+    optimizer's rate (0: not at all), warmed up linearly; the mix at the full rate."""
+    nlp = spacy.blank("en")
+    docs = [nlp("colon cancer and asthma")]
+
+    def step(scale, warmup=0):
+        model = build_transformer_tokens(str(tiny_bert_dir), window=12, stride=6, frozen=False,
+                                         encoder_lr_scale=scale, warmup_steps=warmup)
+        shim = model.layers[0].shims[0]
+        module = shim._model
+        before = {n: p.detach().clone() for n, p in module.named_parameters()}
+        out, backprop = model.begin_update(docs)
+        backprop([model.ops.alloc2f(*o.shape) + 1.0 for o in out])
+        model.finish_update(Adam(0.01))
+        moved = {n: not np.allclose(before[n].numpy(), p.detach().numpy())
+                 for n, p in module.named_parameters()}
+        return shim, moved
+
+    _, moved = step(0.0)
+    assert moved["mix"] and not any(v for n, v in moved.items() if n.startswith("transformer."))
+    shim, moved = step(0.5, warmup=4)
+    assert any(v for n, v in moved.items() if n.startswith("transformer."))
+    assert shim.updates == 1 and shim.encoder_scale() == pytest.approx(0.5 * 2 / 4)
