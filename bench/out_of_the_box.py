@@ -46,21 +46,6 @@ def cpu_name() -> str:
     return f"{model} ({', '.join(extensions) or 'no AVX2'}; {os.cpu_count()} logical cores)"
 
 
-def longest_matches(matcher, doc) -> List[tuple]:
-    """Left-to-right longest, non-overlapping (start, end) token matches."""
-    best: Dict[int, int] = {}
-    for start, end in matcher.matches(doc):
-        best[start] = max(best.get(start, start), end)
-    out, i = [], 0
-    while i < len(doc):
-        if i in best:
-            out.append((i, best[i]))
-            i = best[i]
-        else:
-            i += 1
-    return out
-
-
 def dictionary_floor(kb, gold_docs: Sequence, make_doc, id_space: str, label: str):
     """The dictionary matcher's DocResults (see the module)."""
     from spacy_bioel.kb.normalize import normalize_text
@@ -75,7 +60,7 @@ def dictionary_floor(kb, gold_docs: Sequence, make_doc, id_space: str, label: st
     for gold in gold_docs:
         doc = make_doc(gold.text)
         predicted = {}
-        for start, end in longest_matches(matcher, doc):
+        for start, end in matcher.longest(matcher.matches(doc), len(doc)):
             span = doc[start:end]
             ids = aliases.get(normalize_text(span.text)) or []
             mapped = id_in_space(kb.get(ids[0]), id_space) if ids else None

@@ -33,6 +33,13 @@ def digest(folder: Union[str, Path]) -> str:
     return hashlib.sha256(table.encode("utf-8")).hexdigest()
 
 
+def manifest_digest(folder: Union[str, Path]) -> str:
+    """SHA-256 of the manifest file: it lists every file's checksum, so it names the
+    build without reading the files again (a cache key read on every load; `verify`
+    checks the files themselves when they are used)."""
+    return hashlib.sha256((Path(folder) / MANIFEST).read_bytes()).hexdigest()
+
+
 def manifest(folder: Union[str, Path], what: str, command: str) -> Dict[str, Any]:
     """The manifest of the artifact `what` in `folder` (E254 when it is missing or
     not JSON; `command` rebuilds it)."""
@@ -68,4 +75,4 @@ def verify(folder: Union[str, Path], what: str, command: str) -> Dict[str, Any]:
     return manifest(folder, what, command)
 
 
-__all__ = ["FOLDER", "MANIFEST", "digest", "manifest", "tree_checksums", "verify"]
+__all__ = ["FOLDER", "MANIFEST", "digest", "manifest", "manifest_digest", "tree_checksums", "verify"]

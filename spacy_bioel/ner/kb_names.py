@@ -78,25 +78,33 @@ class NameMatcher:
                     out.append((i, j))
         return out
 
+    @staticmethod
+    def longest(spans: List[Tuple[int, int]], n_tokens: int) -> List[Tuple[int, int]]:
+        """The left-to-right longest, non-overlapping spans of `matches`."""
+        ends: Dict[int, int] = {}
+        for start, end in spans:
+            ends[start] = max(ends.get(start, start), end)
+        out, i = [], 0
+        while i < n_tokens:
+            if i in ends:
+                out.append((i, ends[i]))
+                i = ends[i]
+            else:
+                i += 1
+        return out
+
     def features(self, doc: Doc) -> np.ndarray:
         """(len(doc), N_FEATURES) float32: begin / inside of a longest match,
         covered by any match, a name alone."""
         out = np.zeros((len(doc), N_FEATURES), dtype="float32")
         spans = self.matches(doc)
-        longest: Dict[int, int] = {}
         for start, end in spans:
             out[start:end, 2] = 1.0
             if end - start == 1:
                 out[start, 3] = 1.0
-            longest[start] = max(longest.get(start, start), end)
-        i = 0
-        while i < len(doc):
-            if i in longest:
-                out[i, 0] = 1.0
-                out[i + 1:longest[i], 1] = 1.0
-                i = longest[i]
-            else:
-                i += 1
+        for start, end in self.longest(spans, len(doc)):
+            out[start, 0] = 1.0
+            out[start + 1:end, 1] = 1.0
         return out
 
 

@@ -80,11 +80,11 @@ def pipeline_key(kb: KnowledgeBase, encoder: str, ner: bool = True) -> Optional[
     digest = hashlib.sha256()
     digest.update(f"{__version__}\n{CACHE_LAYOUT}\n{encoder}\n".encode("utf-8"))
     if ner:
-        digest.update(shipped.digest().encode("utf-8"))
+        digest.update(assets.manifest_digest(shipped.ASSET).encode("utf-8"))
     digest.update(json.dumps(fast_config(), sort_keys=True, default=str).encode("utf-8"))
     digest.update(f"{list(stages.DEFAULT_CALIBRATION)}\t{stages.DEFAULT_THRESHOLD}\n".encode("utf-8"))
     if served.available(encoder):  # built on the shipped tower (`served`): its files, not the base's
-        digest.update(assets.digest(served.TOWER).encode("utf-8"))
+        digest.update(assets.manifest_digest(served.TOWER).encode("utf-8"))
     else:
         folder = Path(resolve_model_path(encoder))
         if not folder.is_dir():

@@ -68,10 +68,17 @@ def write_decisions(spans: List[Span], decisions: List[Dict[str, Any]], cfg: Dic
 
 
 def write_docs(docs: Iterable[Doc], predictions: List[List[Dict[str, Any]]], cfg: Dict[str, Any],
-               counts: Counter) -> None:
+               counts: Counter, kb=None) -> None:
     """Write each doc's decisions on the mentions the cfg's `spans_key` names
-    (`write_decisions`), then those spans back on the doc."""
+    (`write_decisions`), then those spans back on the doc; with the `kb`, each
+    linked concept's cross-references and its id in the cfg's `id_space` too
+    (`xrefs.with_xrefs`)."""
     from .mentions import mention_spans, write_spans
+
+    if kb is not None:
+        from .xrefs import with_xrefs
+
+        predictions = with_xrefs(predictions, kb, cfg.get("id_space"), counts)
 
     key = cfg["spans_key"]
     for doc, decisions in zip(docs, predictions):

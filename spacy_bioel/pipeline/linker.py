@@ -27,11 +27,10 @@ from ..index.name_index import NameIndex
 from ..kb.knowledge_base import KnowledgeBase
 from ..nil.stages import ThresholdNIL
 from ..training.methods import training_hooks
-from . import serialize, updates
+from . import serialize, served, updates
 from .cache import LinkCache, call_cache
 from .decisions import Retrieved
 from .extensions import install_extensions, write_docs
-from .xrefs import with_xrefs
 from .linking import Decider, check_contextual
 from .mentions import mention_batches
 from .settings import LinkerSettings
@@ -128,17 +127,11 @@ class BioELLinker(TrainablePipe):
             raise BioELError(Errors.E160.format(name=self.name))
         if kb_loader is not None:
             self.set_kb(kb_loader())
-        examples = list(get_examples())
-        rows = self.state.gold_rows(examples, self.cfg["context_window"], self.cfg["spans_key"])
-        from . import served
-
-        training = (nlp.config.get("training") or {}) if nlp is not None else {}
-        if not rows and self.deferred_model is None and \
-                not is_built(self.model) and served.can_serve(self):
-            # nothing to train on, the one default on the embedded MiniLM: the shipped int8
-            # tower encodes the names, no PyTorch (the same links in every install)
-            served.serve(self)
+        rows = self.state.gold_rows(list(get_examples()), self.cfg["context_window"],
+                                    self.cfg["spans_key"])
+        if served.serve_untrained(self, rows):  # nothing to train on: the shipped tower
             return
+        training = (nlp.config.get("training") or {}) if nlp is not None else {}
         # negatives are sampled reproducibly: spaCy's [training] seed fixes numpy's global state
         self.rng = np.random.default_rng(np.random.randint(2 ** 31))
         self.steps = updates.TrainingState(eval_frequency=int(training.get("eval_frequency") or 0))
@@ -262,19 +255,15 @@ class BioELLinker(TrainablePipe):
 
     def decide(self, retrieved: List[Retrieved]) -> List[Dict[str, Any]]:
         """Per mention, the decision from its retrieved alternatives (`Decider.decide`)."""
-        decider = self.decider()
-        return [decider.decide(alternatives) for alternatives in retrieved]
+        return list(map(self.decider().decide, retrieved))
 
     def predict(self, docs: Iterable[Doc]) -> List[List[Dict[str, Any]]]:
         """RETURNS (List[List[Dict[str, Any]]]): per doc, per ent, the decision."""
         return self.decider().predict(list(docs), self.call)
 
     def set_annotations(self, docs: Iterable[Doc], predictions: List[List[Dict[str, Any]]]) -> None:
-        """Write kb_id_, the scored candidates, similarity, probability and NIL flags,
-        and each linked concept's cross-references (`xrefs.with_xrefs`)."""
-        if self.kb is not None:
-            predictions = with_xrefs(predictions, self.kb, self.cfg["id_space"], self.counts)
-        write_docs(docs, predictions, self.cfg, self.counts)
+        """Write each decision and its cross-references on its span (`extensions.write_docs`)."""
+        write_docs(docs, predictions, self.cfg, self.counts, self.kb)
 
     def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
         """The scorer over the spans this linker links and the extension it writes."""

@@ -55,6 +55,20 @@ def names_key(names, tower_digest: str) -> str:
     return digest.hexdigest()[:20]
 
 
+def serve_untrained(linker, rows) -> bool:
+    """Serve `linker` from the shipped tower (`serve`) when it has nothing to train on
+    (no gold `rows`), is not built, and the tower is its mention tower (`can_serve`):
+    the one default on the embedded MiniLM links without PyTorch, the same in every
+    install. Whether it did."""
+    from ..encoders.thinc_biencoder import is_built
+
+    if rows or linker.deferred_model is not None or is_built(linker.model) or \
+            not can_serve(linker):
+        return False
+    serve(linker)
+    return True
+
+
 def can_serve(linker, folder: Path = TOWER) -> bool:
     """Whether the shipped tower is `linker`'s mention tower: an untrained linker
     on the embedded MiniLM with the one default's runtime (ONNX, int8-all) and
@@ -85,7 +99,7 @@ def serve(linker, folder: Path = TOWER) -> None:
     linker.train_mentions = []
     batch = linker.cfg["encode_batch_size"]
     linker.index.refresh(lambda texts: linker.runtime.encode(linker.model, texts, batch),
-                         names_key(linker.index.names.names, assets.digest(folder)))
+                         names_key(linker.index.names.names, assets.manifest_digest(folder)))
     linker.state.refresh_datastore(int(info["dim"]), None)
     linker.model_changed()
     logger.info("Built the linker on the shipped %s (%d names of %d concepts)", WHAT,
@@ -113,5 +127,5 @@ def write_manifest(folder: Path, info: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
-__all__ = ["TOWER", "available", "can_serve", "names_key", "serve", "served_linker", "tower_info",
+__all__ = ["TOWER", "available", "can_serve", "serve_untrained", "names_key", "serve", "served_linker", "tower_info",
            "write_manifest"]

@@ -171,10 +171,6 @@ class DeferredModel:
         except ImportError as err:
             raise BioELError(Errors.E180.format(why=why, problem=f"{err.name} is not installed"))
         weights = checked_weights(self.path / "model", self.digest, self.weights.read_bytes())
-        reference = base_reference(self.path / "model", weights)
-        if reference is not None:  # the base model itself (the untrained default, `served`)
-            build_from_base(model, reference, str(self.path / "model"))
-            return
         with tempfile.TemporaryDirectory() as tmp:
             self.save_encoder(Path(tmp))
             load_model(model, self.path, self.dim, weights=weights,
