@@ -153,7 +153,8 @@ def test_ner_configs_train_an_ner_before_a_frozen_sourced_linker(path):
     config = Config().from_disk(path)
     config["components"]["bioel_linker"] = {"factory": "bioel_linker"}
     nlp = load_model_from_config(config, auto_fill=True, validate=True)
-    assert nlp.pipe_names[1:] == ["ner", "bioel_linker"]
+    # the NER's mentions made consistent in each document before the linker reads them
+    assert nlp.pipe_names[1:] == ["ner", "bioel_mention_consistency", "bioel_linker"]
     assert nlp.config["training"]["frozen_components"] == ["bioel_linker"]
     assert nlp.config["corpora"]["train"]["@readers"] == "spacy.Corpus.v1"  # raw text in
 

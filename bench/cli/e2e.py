@@ -139,9 +139,6 @@ def e2e_command(
                                              for m in report[spans]))
 
 
-__all__ = ["evaluate_e2e", "run_pipeline", "markdown"]
-
-
 @app.command("out-of-the-box")
 def out_of_the_box_command(
     corpora: List[str] = typer.Argument(..., help="NAME=TEST.spacy, e.g. ncbi=corpus/ncbi/test.spacy (raw text read; the shipped NER never trained on test)"),
@@ -170,3 +167,30 @@ def out_of_the_box_command(
     write_json(output, report)
     output.with_suffix(".md").write_text(markdown(report, timed), encoding="utf-8")
     typer.echo(markdown(report, timed))
+
+
+@app.command("ner-dev")
+def ner_dev_command(
+    model: Path = typer.Argument(..., help="A pipeline with an `ner` trained without the dev sets"),
+    corpora: List[str] = typer.Argument(..., help="NAME=DEV.spacy, e.g. ncbi=corpus/ncbi/dev.spacy (raw text read)"),
+    output: Path = typer.Option(..., "--output", help="JSON report (a .md table beside it)"),
+    title: str = typer.Option("NER on dev, with document consistency", "--title"),
+    n_bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Resamples of the documents"),
+    id_space: Optional[str] = typer.Option(None, "--id-space", help="Also link with the default pipeline's linker and score document-level concepts in this vocabulary (e.g. MESH)"),
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+) -> None:
+    """An NER's strict F1 on each dev set as it finds mentions and after each
+    variant of `bioel_mention_consistency` (abbreviations, repeats, both): the
+    variant the shipped pipeline keeps is chosen here."""
+    from ..ner_dev import evaluate, markdown
+    from ._app import labelled
+
+    setup_logging(verbose)
+    paths = {name: Path(path) for name, path in labelled(corpora, "DEV.spacy", "CORPORA").items()}
+    report = evaluate(model, paths, n_bootstrap, id_space)
+    write_json(output, report)
+    output.with_suffix(".md").write_text(markdown(report, title), encoding="utf-8")
+    typer.echo(markdown(report, title))
+
+
+__all__ = ["evaluate_e2e", "run_pipeline", "markdown"]

@@ -65,7 +65,7 @@ def fast_config() -> Dict[str, Any]:
 # 3 since the int8 graph quantises each token row (`onnx_export.scale_rows`: batched calls);
 # 4 since an entry carries its key in a marker (entries without one are not loaded);
 # 5 since an entry holds the shipped NER before its linker
-CACHE_LAYOUT = 5
+CACHE_LAYOUT = 6
 
 
 def has_onnx() -> bool:
@@ -163,12 +163,18 @@ def _build(kb: KnowledgeBase, encoder: str, config: Dict[str, Any], ner: bool) -
     return with_shipped_ner(nlp) if ner else nlp
 
 
+# abbreviations defined in the text follow their long forms (docs/results/e2e.md)
+CONSISTENCY = "bioel_mention_consistency"
+
+
 def with_shipped_ner(nlp: Language, linker: str = "bioel_linker") -> Language:
     """`nlp` with the shipped NER's `tok2vec` and `ner` sourced before `linker`
-    (checked against the package's manifest first, E254)."""
+    (checked against the package's manifest first, E254), and the document
+    consistency of its mentions (`bioel_mention_consistency`) between them."""
     source = shipped.load_ner(vocab=nlp.vocab)
     for name in ("tok2vec", "ner"):
         nlp.add_pipe(name, source=source, before=linker)
+    nlp.add_pipe(CONSISTENCY, before=linker)
     return nlp
 
 

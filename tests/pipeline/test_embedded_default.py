@@ -175,9 +175,13 @@ def test_plain_text_in_linked_concepts_out(tiny_bert_dir):
     """The default pipeline carries the shipped NER before its linker: plain text
     links; `ner=False` is the linker alone (and another cache entry)."""
     nlp = default_pipeline(toy_kb(), str(tiny_bert_dir))
-    assert nlp.pipe_names == ["tok2vec", "ner", "bioel_linker"]
+    assert nlp.pipe_names == ["tok2vec", "ner", "bioel_mention_consistency", "bioel_linker"]
     doc = nlp("A patient with colorectal carcinoma and asthma.")
     assert "colorectal carcinoma" in {e.text for e in doc.ents}
+    # an abbreviation the text defines follows its long form (document consistency)
+    doc = nlp("Colorectal carcinoma (CRC) is common. CRC screening saves lives.")
+    assert [e.text for e in doc.ents][:1] == ["Colorectal carcinoma"]
+    assert [e.text for e in doc.ents].count("CRC") == 2
     assert all(e.kb_id_ in ("D1", "D2", "D3", "NIL") and e._.kb_ents for e in doc.ents)
     alone = default_pipeline(toy_kb(), str(tiny_bert_dir), ner=False)
     assert alone.pipe_names == ["bioel_linker"] and not alone("colorectal carcinoma").ents

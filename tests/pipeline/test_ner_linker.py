@@ -55,7 +55,7 @@ def test_the_pipeline_finds_and_links_plain_text(trained):
     from spacy_bioel.pipeline.loading import load_pipeline
 
     nlp = load_pipeline(trained / "out" / "model-best")
-    assert nlp.pipe_names == ["tok2vec", "ner", "bioel_linker"]
+    assert nlp.pipe_names == ["tok2vec", "ner", "bioel_mention_consistency", "bioel_linker"]
     doc = nlp("Relatives with heart attack were seen .")
     assert [(e.text, e.kb_id_) for e in doc.ents] == [("heart attack", "D2")]
     doc = nlp("We report asthma in two siblings .")
