@@ -193,4 +193,28 @@ def ner_dev_command(
     typer.echo(markdown(report, title))
 
 
+@app.command("ner-across")
+def ner_across_command(
+    models: List[str] = typer.Argument(..., help="NAME=PIPELINE with an `ner`, e.g. joint=training/default_ner_dev/model-best"),
+    corpora: List[str] = typer.Option(..., "--corpus", help="NAME=TEST.spacy (raw text read); repeatable"),
+    output: Path = typer.Option(..., "--output", help="JSON report (a .md table beside it)"),
+    title: str = typer.Option("NERs across corpora", "--title"),
+    n_bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Resamples of the documents"),
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+) -> None:
+    """Each NER on each corpus' raw test text (with the shipped pipeline's
+    document consistency): strict F1 with bootstrap intervals, a per-corpus NER
+    on its own corpus and on the other, a joint one on both."""
+    from ..ner_across import evaluate, markdown
+    from ._app import labelled
+
+    setup_logging(verbose)
+    report = evaluate({n: Path(p) for n, p in labelled(models, "PIPELINE", "MODELS").items()},
+                      {n: Path(p) for n, p in labelled(corpora, "TEST.spacy", "--corpus").items()},
+                      n_bootstrap)
+    write_json(output, report)
+    output.with_suffix(".md").write_text(markdown(report, title), encoding="utf-8")
+    typer.echo(markdown(report, title))
+
+
 __all__ = ["evaluate_e2e", "run_pipeline", "markdown"]

@@ -34,9 +34,11 @@ TAIL_SHARE = 0.5
 
 def occurrences(text: str, string: str, ignore_case: bool) -> Iterator[Tuple[int, int]]:
     """(start, end) characters of each occurrence of `string` in `text` that is not
-    inside a longer word."""
-    pattern = re.compile(r"(?<!\w)" + re.escape(string) + r"(?!\w)",
-                         re.IGNORECASE if ignore_case else 0)
+    inside a longer word (any white space between its words: a line break too)."""
+    words = r"\s+".join(re.escape(word) for word in string.split())
+    if not words:
+        return
+    pattern = re.compile(r"(?<!\w)" + words + r"(?!\w)", re.IGNORECASE if ignore_case else 0)
     for match in pattern.finditer(text):
         yield match.start(), match.end()
 

@@ -42,6 +42,14 @@ def test_a_short_form_mention_makes_its_long_form_one(nlp):
     assert [e.text for e in doc.ents] == ["Neuroleptic malignant syndrome", "NMS"]
 
 
+def test_a_long_form_across_a_line_break_is_found(nlp):
+    text = "Neuroleptic malignant\nsyndrome (NMS) is rare. NMS was fatal."
+    doc = nlp.make_doc(text)
+    doc.ents = [doc.char_span(text.rindex("NMS"), text.rindex("NMS") + 3, label="Disease")]
+    assert [e.text for e in MentionConsistency(nlp)(doc).ents] == [
+        "Neuroleptic malignant\nsyndrome", "NMS"]
+
+
 def test_a_mention_that_ends_the_long_form_and_covers_most_of_it_counts(nlp):
     labels = {"adenomatous polyposis": "Disease"}
     assert long_form_label("familial adenomatous polyposis", labels) == "Disease"

@@ -1,0 +1,62 @@
+"""`bench ner-dev` and `bench ner-across`: an NER read on raw text, its mentions
+scored strictly, as found and after document consistency (hand-counted here with
+an entity ruler standing in for the NER)."""
+import spacy
+from spacy.tokens import DocBin
+
+from bench import ner_across, ner_dev
+
+TEXTS = [("Stevens-Johnson syndrome (SJS) is rare. SJS recurred.",
+          ["Stevens-Johnson syndrome", "SJS", "SJS"]),
+         ("Gout flares. Gout again and asthma.", ["Gout", "Gout", "asthma"])]
+
+
+def _corpus(path):
+    nlp = spacy.blank("en")
+    docs = []
+    for text, mentions in TEXTS:
+        doc = nlp.make_doc(text)
+        spans, start = [], 0
+        for mention in mentions:
+            start = text.index(mention, start)
+            spans.append(doc.char_span(start, start + len(mention), label="Disease"))
+            start += len(mention)
+        doc.ents = spans
+        docs.append(doc)
+    DocBin(docs=docs).to_disk(path)
+    return path
+
+
+def _ner(folder):
+    """A stand-in NER named `ner` that finds the long form and the first "Gout" only
+    (an entity ruler), and a component after it that must not run."""
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("entity_ruler", name="ner")
+    ruler.add_patterns([{"label": "Disease", "pattern": "Stevens-Johnson syndrome"},
+                        {"label": "Disease", "pattern": [{"TEXT": "Gout"}, {"TEXT": "flares"}]}])
+    nlp.add_pipe("sentencizer", name="after")
+    nlp.to_disk(folder)
+    return folder
+
+
+def test_ner_dev_scores_each_consistency_variant(tmp_path):
+    report = ner_dev.evaluate(_ner(tmp_path / "ner"), {"toy": _corpus(tmp_path / "dev.spacy")},
+                              n_bootstrap=5)
+    assert report["components"] == ["ner"]
+    rows = report["corpora"]["toy"]["variants"]
+    # as found: "Gout flares" (wrong edges) and the long form: 1 right of 2 found, 6 gold
+    assert (rows["as found"]["tp"], rows["as found"]["fp"], rows["as found"]["fn"]) == (1, 1, 5)
+    # abbreviations: both SJS follow their long form
+    assert (rows["abbreviations"]["tp"], rows["abbreviations"]["fn"]) == (3, 3)
+    assert rows["abbreviations"]["counts"] == {"added_short_form": 2}
+    # repeats: "Gout flares" appears once; nothing else repeats
+    assert rows["repeats"]["tp"] == 1
+    assert "| abbreviations |" in ner_dev.markdown(report, "t")
+
+
+def test_ner_across_scores_each_model_on_each_corpus(tmp_path):
+    corpus = _corpus(tmp_path / "test.spacy")
+    report = ner_across.evaluate({"a": _ner(tmp_path / "ner")}, {"x": corpus, "y": corpus}, 5)
+    row = report["rows"]["a"]
+    assert row["x"]["tp"] == row["y"]["tp"] == 3 and row["x"]["fp"] == 1  # abbreviations on
+    assert "| a (`" in ner_across.markdown(report, "t")
