@@ -116,7 +116,7 @@ def linker_gate(found: List, gold_docs: List, linking, n_bootstrap: int) -> Dict
                                                      float(span._.kb_prob or 0.0) >= gate))
              for gate in GATES}
     rules["- mentions linked to NIL"] = lambda mine, span: mine and span.kb_id_ not in ("", NIL)
-    out: Dict[str, Any] = {}
+    out: Dict[str, Any] = edge_rules(found, gold_docs, linker.kb, n_bootstrap)
     for rule, keep in rules.items():
         results = []
         for gold, doc, mine in zip(gold_docs, linked, own):
@@ -125,6 +125,40 @@ def linker_gate(found: List, gold_docs: List, linking, n_bootstrap: int) -> Dict
             results.append(e2e.gold_result(gold, predicted, LABEL))
         scored = e2e.scores(results, n_bootstrap)
         out[rule] = {"ner": scored["ner"], "documents": scored["documents"]}
+    return out
+
+
+def edge_rules(found: List, gold_docs: List, kb, n_bootstrap: int) -> Dict[str, Any]:
+    """A mention's edges moved to a name of the linker's KB: trimmed (its longest
+    tail that is a name, when it is none) or extended (up to 2 words to its left,
+    the longest stretch that is a name, never into the mention before it)."""
+    from spacy_bioel.kb.normalize import normalize_text
+
+    names = kb.alias_index
+
+    def is_name(span) -> bool:
+        return normalize_text(span.text) in names
+
+    def moved(doc, rule: str) -> Dict:
+        ents, out = list(doc.ents), {}
+        for k, ent in enumerate(ents):
+            best = ent
+            if rule == "trim" and not is_name(ent):
+                best = next((doc[i:ent.end] for i in range(ent.start + 1, ent.end)
+                             if is_name(doc[i:ent.end])), ent)
+            if rule == "extend":
+                floor = max(ents[k - 1].end if k else 0, ent.start - 2)
+                for i in range(ent.start - 1, floor - 1, -1):
+                    if doc[i].is_alpha and is_name(doc[i:ent.end]):
+                        best = doc[i:ent.end]
+            out[(best.start_char, best.end_char, LABEL)] = NIL
+        return out
+
+    out: Dict[str, Any] = {}
+    for rule, name in (("trim", "mentions trimmed to a KB name"),
+                       ("extend", "mentions extended to a longer KB name")):
+        results = [e2e.gold_result(gold, moved(doc, rule), LABEL) for gold, doc in zip(gold_docs, found)]
+        out[name] = {"ner": e2e.scores(results, n_bootstrap)["ner"], "documents": None}
     return out
 
 
@@ -162,15 +196,16 @@ def markdown(report: Dict[str, Any], title: str) -> str:
               "", "NER speed: " + ", ".join(
         f"{n} {report['corpora'][n]['docs_per_s']:.1f} docs/s" for n in names) + "."]
     if report.get("id_space"):
-        lines += ["", "The linker's score in the NER's decision (after the abbreviations):", "",
+        lines += ["", "The linker's KB and score in the NER's decision (after the abbreviations):", "",
                   "| rule | " + " | ".join(f"{n} NER F1 (P / R) | {n} document F1" for n in names)
                   + " |", "|---|" + "---:|" * 2 * len(names)]
         for rule in report["corpora"][names[0]]["linker_gate"]:
             cells = []
             for name in names:
                 row = report["corpora"][name]["linker_gate"][rule]
+                documents = f"{100 * row['documents']['f']:.1f}" if row["documents"] else "not linked"
                 cells += [f"{100 * row['ner']['f']:.1f} ({100 * row['ner']['p']:.1f} / "
-                          f"{100 * row['ner']['r']:.1f})", f"{100 * row['documents']['f']:.1f}"]
+                          f"{100 * row['ner']['r']:.1f})", documents]
             lines.append(f"| {rule} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

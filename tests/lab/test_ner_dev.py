@@ -60,3 +60,21 @@ def test_ner_across_scores_each_model_on_each_corpus(tmp_path):
     row = report["rows"]["a"]
     assert row["x"]["tp"] == row["y"]["tp"] == 3 and row["x"]["fp"] == 1  # abbreviations on
     assert "| a (`" in ner_across.markdown(report, "t")
+
+
+def test_edge_rules_trim_and_extend_to_kb_names():
+    from spacy_bioel.kb import Concept, KnowledgeBase
+
+    kb = KnowledgeBase(name="toy")
+    kb.add(Concept("D1", "Parkinson disease"))
+    kb.add(Concept("D2", "hepatic adenoma"))
+    nlp = spacy.blank("en")
+    text = "advanced Parkinson disease and hepatic adenoma"
+    gold, found = nlp.make_doc(text), nlp.make_doc(text)
+    gold.ents = [gold.char_span(9, 26, "Disease"), gold.char_span(31, 46, "Disease")]
+    found.ents = [found.char_span(0, 26, "Disease"), found.char_span(39, 46, "Disease")]
+    rows = ner_dev.edge_rules([found], [gold], kb, n_bootstrap=0)
+    trimmed = rows["mentions trimmed to a KB name"]["ner"]
+    extended = rows["mentions extended to a longer KB name"]["ner"]
+    assert (trimmed["tp"], trimmed["fp"]) == (1, 1)  # "Parkinson disease" right, "adenoma" kept
+    assert (extended["tp"], extended["fp"]) == (1, 1)  # "hepatic adenoma" right, the other kept
