@@ -190,6 +190,36 @@ def test_the_in_context_ner_config_builds_on_a_tiny_encoder(tiny_bert_dir):
     assert embed["embed"]["frozen"] is True
 
 
+def test_the_form_and_context_ner_config_trains_on_a_tiny_encoder(tiny_bert_dir):
+    """configs/ner_minilm_cnn.cfg (issue 73): the hash embeddings beside the encoder's
+    vectors in context (spacy-bioel.BesideEmbed.v1), with the KB-name features; it
+    initialises, updates and predicts."""
+    import spacy
+    from spacy.training import Example
+    from spacy.util import load_model_from_config
+
+    from spacy_bioel.kb import Concept, KnowledgeBase
+
+    config = Config().from_disk(CONFIGS / "ner_minilm_cnn.cfg",
+                                overrides={"paths.encoder": str(tiny_bert_dir)})
+    embed = config["components"]["tok2vec"]["model"]["embed"]["embed"]
+    assert embed["@architectures"] == "spacy-bioel.BesideEmbed.v1"
+    assert embed["embed"]["@architectures"] == "spacy.MultiHashEmbed.v2"
+    assert embed["beside"]["@architectures"] == "spacy-bioel.TransformerTokens.v1"
+    nlp = load_model_from_config(config, auto_fill=True, validate=True)
+    kb = KnowledgeBase(name="toy")
+    kb.add(Concept("D1", "colon cancer"))
+    nlp.get_pipe("tok2vec").model.get_ref("embed").layers[0].layers[1].attrs["names"] = \
+        sorted(name for _, name in kb.names())
+    doc = spacy.blank("en")("Colon cancer runs in families .")
+    example = Example.from_dict(doc, {"entities": [(0, 12, "Disease")]})
+    optimizer = nlp.initialize(lambda: [example])
+    losses = {}
+    nlp.update([example], sgd=optimizer, losses=losses)
+    assert losses["ner"] > 0
+    assert nlp("Colon cancer again .").text == "Colon cancer again ."
+
+
 def test_reranker_config_trains_behind_a_frozen_annotating_linker():
     """configs/reranker.cfg (its sourced linker swapped for a fresh one) builds the
     reranker without loading an encoder, and the linker annotates each batch."""

@@ -221,4 +221,21 @@ def _forward(model: Model, docs: List[Doc], is_train: bool
     return out, backprop_docs
 
 
-__all__ = ["EncoderRateShim", "build_transformer_tokens", "piece_batch", "windows"]
+@registry.architectures("spacy-bioel.BesideEmbed.v1")
+def build_beside_embed(embed: Model[List[Doc], List[Floats2d]],
+                       beside: Model[List[Doc], List[Floats2d]]
+                       ) -> Model[List[Doc], List[Floats2d]]:
+    """Two token embeddings side by side (concatenated per token), e.g. spaCy's
+    hash embeddings of each word's form beside the encoder's vectors in context:
+    the `embed` of `spacy-bioel.KBNameEmbed.v1`, which mixes them to its width.
+
+    embed (Model[List[Doc], List[Floats2d]]): The first embedding.
+    beside (Model[List[Doc], List[Floats2d]]): The second.
+    """
+    from thinc.api import concatenate
+
+    return concatenate(embed, beside)
+
+
+__all__ = ["EncoderRateShim", "build_transformer_tokens", "build_beside_embed", "piece_batch",
+           "windows"]
