@@ -1,0 +1,68 @@
+"""The command line's first module (`python -m spacy_bioel`, the `spacy-bioel`
+script): before spaCy is imported it decides whether the process needs PyTorch.
+
+thinc imports PyTorch whenever it is installed, in every spaCy process: about
+1.5 s and 200 MB before the first line of work. The default pipeline's linker
+is served by an ONNX graph and its NER is a CNN, so `link` on the default
+pipeline uses none of it. For that command thinc is imported with PyTorch
+hidden from it; PyTorch itself stays importable, so anything that does need it
+later (a deferred module built from the base model) still imports it.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+from typing import List, Optional, Sequence
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ENCODER = "embedded:all-MiniLM-L6-v2"
+
+
+def option(args: Sequence[str], name: str) -> Optional[str]:
+    """The value of `--name VALUE` or `--name=VALUE` in `args` (the last one
+    given), None when absent."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg[len(name) + 1:]
+    return value
+
+
+def serves_without_torch(args: Sequence[str]) -> bool:
+    """Whether the command `args` runs the default pipeline's served linker and
+    nothing else that needs PyTorch: `link` with the bioel linker on the embedded
+    encoder (any KB)."""
+    return (bool(args) and args[0] == "link" and "--help" not in args
+            and (option(args, "--linker") or "bioel") == "bioel"
+            and (option(args, "--encoder") or DEFAULT_ENCODER) == DEFAULT_ENCODER)
+
+
+def hide_torch_from_thinc() -> bool:
+    """Import thinc while PyTorch cannot be imported (its `has_torch` is then
+    False for this process); PyTorch is importable again afterwards. False, doing
+    nothing, when thinc or PyTorch is imported already."""
+    if "thinc.compat" in sys.modules or "torch" in sys.modules:
+        return False
+    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError
+    try:
+        import thinc.compat  # noqa: F401
+    finally:
+        del sys.modules["torch"]
+    return True
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Run the CLI, keeping PyTorch out of a process that serves without it."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    hidden = serves_without_torch(args) and hide_torch_from_thinc()
+    from .cli import main as cli_main
+
+    if hidden:
+        logger.debug("PyTorch is kept out of this process: the default pipeline serves without it")
+    cli_main(argv)
+
+
+__all__ = ["main", "serves_without_torch", "hide_torch_from_thinc", "option"]
