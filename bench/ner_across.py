@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
+
+import numpy as np
 
 from . import e2e
 from .ner_dev import LABEL, ner_only
@@ -60,4 +62,28 @@ def markdown(report: Dict[str, Any], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["evaluate", "markdown"]
+def pooled(reports: List[Dict[str, Any]]) -> Dict[str, Dict[str, Dict[str, float]]]:
+    """Model name -> corpus -> mean and sample std of F1 over the reports (one per
+    seed; a model missing from a report is left out of that seed)."""
+    values: Dict[str, Dict[str, List[float]]] = {}
+    for report in reports:
+        for model, row in report["rows"].items():
+            for corpus, scored in row.items():
+                values.setdefault(model, {}).setdefault(corpus, []).append(100 * scored["f"])
+    return {model: {corpus: {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1
+                             else 0.0, "n": len(v)} for corpus, v in row.items()}
+            for model, row in values.items()}
+
+
+def pooled_markdown(table: Dict[str, Dict[str, Dict[str, float]]], title: str, note: str) -> str:
+    corpora = list(next(iter(table.values()))) if table else []
+    lines = [f"# {title}", "", note, "", "| NER | " + " | ".join(f"{c} F1" for c in corpora) + " |",
+             "|---|" + "---:|" * len(corpora)]
+    for model, row in table.items():
+        lines.append(f"| {model} | " + " | ".join(
+            f"{row[c]['mean']:.1f} ± {row[c]['std']:.1f} (n={row[c]['n']})" if c in row else ""
+            for c in corpora) + " |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["evaluate", "markdown", "pooled", "pooled_markdown"]

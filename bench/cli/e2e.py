@@ -217,4 +217,23 @@ def ner_across_command(
     typer.echo(markdown(report, title))
 
 
+@app.command("ner-across-seeds")
+def ner_across_seeds_command(
+    reports: List[Path] = typer.Argument(..., help="ner-across JSON reports, one per seed"),
+    output: Path = typer.Option(..., "--output", help="Markdown table (a .json beside it)"),
+    title: str = typer.Option("NERs across corpora, over seeds", "--title"),
+) -> None:
+    """Strict F1 of each NER on each corpus pooled over the seeds' ner-across
+    reports: mean ± sample std."""
+    import srsly
+
+    from ..ner_across import pooled, pooled_markdown
+
+    table = pooled([srsly.read_json(path) for path in reports])
+    note = "Pooled from " + ", ".join(f"`{path}`" for path in reports) + "."
+    write_json(output.with_suffix(".json"), table)
+    output.write_text(pooled_markdown(table, title, note), encoding="utf-8")
+    typer.echo(pooled_markdown(table, title, note))
+
+
 __all__ = ["evaluate_e2e", "run_pipeline", "markdown"]

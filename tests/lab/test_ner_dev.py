@@ -78,3 +78,11 @@ def test_edge_rules_trim_and_extend_to_kb_names():
     extended = rows["mentions extended to a longer KB name"]["ner"]
     assert (trimmed["tp"], trimmed["fp"]) == (1, 1)  # "Parkinson disease" right, "adenoma" kept
     assert (extended["tp"], extended["fp"]) == (1, 1)  # "hepatic adenoma" right, the other kept
+
+
+def test_ner_across_pools_seeds_into_mean_and_std():
+    reports = [{"rows": {"joint": {"x": {"f": f}}}} for f in (0.80, 0.82, 0.84)]
+    table = ner_across.pooled(reports)
+    assert round(table["joint"]["x"]["mean"], 6) == 82.0
+    assert round(table["joint"]["x"]["std"], 6) == 2.0 and table["joint"]["x"]["n"] == 3
+    assert "82.0 ± 2.0 (n=3)" in ner_across.pooled_markdown(table, "t", "n")
