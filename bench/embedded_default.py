@@ -27,10 +27,14 @@ PATHS = ("default", "torch")
 
 _CHILD = """
 import json, resource, sys
+path, kb, encoder = sys.argv[1:4]
+args = ["link", "--kb", kb, "--encoder", encoder]
+from spacy_bioel.launch import hide_torch_from_thinc, serves_without_torch
+if path != "torch" and serves_without_torch(args):  # as `python -m spacy_bioel link` does
+    hide_torch_from_thinc()
 from typer.testing import CliRunner
 from spacy_bioel.cli._app import app
 from spacy_bioel.pipeline import embedded_default
-path, kb, encoder = sys.argv[1:4]
 if path == "torch":  # the untrained pipeline it replaced: PyTorch, a flat index, built every call
     base = embedded_default.fast_config()
     embedded_default.fast_config = lambda: {
@@ -38,7 +42,7 @@ if path == "torch":  # the untrained pipeline it replaced: PyTorch, a flat index
         "index": {**base["index"], "index_type": "flat"}, "shortcut": None, "top_k": 64,
         "retrieve_k": 64}
     embedded_default.pipeline_key = lambda *args, **kwargs: None  # not saved: built every call
-result = CliRunner().invoke(app, ["link", "--kb", kb, "--encoder", encoder])
+result = CliRunner().invoke(app, args)
 assert result.exit_code == 0, result.output
 import importlib.util
 print(json.dumps({"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
