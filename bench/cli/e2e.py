@@ -169,6 +169,15 @@ def out_of_the_box_command(
     typer.echo(markdown(report, timed))
 
 
+def report_to(output: Path, report: Dict[str, Any], markdown, title: str) -> None:
+    """Write `report` as JSON to `output` and its markdown table beside it, and print
+    the table."""
+    write_json(output, report)
+    text = markdown(report, title)
+    output.with_suffix(".md").write_text(text, encoding="utf-8")
+    typer.echo(text)
+
+
 @app.command("ner-dev")
 def ner_dev_command(
     model: Path = typer.Argument(..., help="A pipeline with an `ner` trained without the dev sets"),
@@ -187,10 +196,7 @@ def ner_dev_command(
 
     setup_logging(verbose)
     paths = {name: Path(path) for name, path in labelled(corpora, "DEV.spacy", "CORPORA").items()}
-    report = evaluate(model, paths, n_bootstrap, id_space)
-    write_json(output, report)
-    output.with_suffix(".md").write_text(markdown(report, title), encoding="utf-8")
-    typer.echo(markdown(report, title))
+    report_to(output, evaluate(model, paths, n_bootstrap, id_space), markdown, title)
 
 
 @app.command("ner-across")
@@ -212,9 +218,7 @@ def ner_across_command(
     report = evaluate({n: Path(p) for n, p in labelled(models, "PIPELINE", "MODELS").items()},
                       {n: Path(p) for n, p in labelled(corpora, "TEST.spacy", "--corpus").items()},
                       n_bootstrap)
-    write_json(output, report)
-    output.with_suffix(".md").write_text(markdown(report, title), encoding="utf-8")
-    typer.echo(markdown(report, title))
+    report_to(output, report, markdown, title)
 
 
 @app.command("ner-across-seeds")
