@@ -11,7 +11,8 @@ says about a string holds in the rest of its document.
 Spans are only added, never removed or changed: an occurrence that overlaps a
 mention, or whose edges are not token edges, is left alone (and counted). The
 added span carries the label of the mention that implied it. Chosen on dev with
-the NER trained on train only (docs/results/e2e.md, "Document consistency"):
+the NER trained on train only (docs/results/e2e.md, "Document consistency and the
+linker's score"):
 abbreviations help both corpora, repeats do not add to them.
 """
 from __future__ import annotations
@@ -58,8 +59,9 @@ def long_form_label(long_form: str, labels: Dict[str, str]) -> Optional[str]:
 
 def implied_spans(doc: Doc, abbreviations: bool = True, repeats: bool = False
                   ) -> List[Tuple[int, int, str, str]]:
-    """(start char, end char, label, why) of the occurrences `doc.ents` imply
-    (overlaps with the mentions not yet removed)."""
+    """(start char, end char, label, why) of the occurrences `doc.ents` imply, in
+    order found; the mentions themselves and the occurrences overlapping them are
+    among them (the component leaves those out)."""
     out: List[Tuple[int, int, str, str]] = []
     ents = list(doc.ents)
     if abbreviations and ents:
@@ -97,8 +99,11 @@ class MentionConsistency:
         existing = {(ent.start, ent.end) for ent in doc.ents}
         taken = {i for ent in doc.ents for i in range(ent.start, ent.end)}
         candidates: Dict[Tuple[int, int], Tuple[Span, str]] = {}
-        for (start, end), (label, why) in {(s, e): (label, why) for s, e, label, why
-                                           in reversed(implied)}.items():  # the first reason wins
+        seen = set()
+        for start, end, label, why in implied:
+            if (start, end) in seen:  # implied twice: the first reason counts
+                continue
+            seen.add((start, end))
             span = doc.char_span(start, end, label=label)
             if span is None:
                 self.counts["skipped_not_token_aligned"] += 1

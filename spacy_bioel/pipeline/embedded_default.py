@@ -64,7 +64,8 @@ def fast_config() -> Dict[str, Any]:
 # format 2, mapped on load: the first `link` of an entry peaked at 260 MB loading, 186 after);
 # 3 since the int8 graph quantises each token row (`onnx_export.scale_rows`: batched calls);
 # 4 since an entry carries its key in a marker (entries without one are not loaded);
-# 5 since an entry holds the shipped NER before its linker
+# 5 since an entry holds the shipped NER before its linker;
+# 6 since the NER's mentions pass bioel_mention_consistency
 CACHE_LAYOUT = 6
 
 
