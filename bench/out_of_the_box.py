@@ -78,7 +78,9 @@ def ceiling(results: Sequence, reachable: Set[str]) -> Dict[str, Any]:
 
 
 def evaluate(corpora: Dict[str, Path], id_space: str = "MESH", n_bootstrap: int = 1000,
-             limit: int = 0) -> Dict[str, Any]:
+             limit: int = 0, ner: Optional[Path] = None) -> Dict[str, Any]:
+    """`ner`: a trained NER pipeline in place of the shipped one (same linker and
+    document consistency)."""
     from spacy_bioel.cli._app import read_docs
     from spacy_bioel.ner.shipped import LABEL, manifest
     from spacy_bioel.pipeline.embedded_default import default_pipeline
@@ -88,7 +90,15 @@ def evaluate(corpora: Dict[str, Path], id_space: str = "MESH", n_bootstrap: int 
     from .cli.e2e import run_pipeline
 
     started = time.perf_counter()
-    nlp = default_pipeline()
+    if ner is None:
+        nlp = default_pipeline()
+    else:
+        import spacy
+
+        from spacy_bioel.pipeline.embedded_default import with_ner
+
+        nlp = default_pipeline(ner=False)
+        nlp = with_ner(nlp, spacy.load(ner, vocab=nlp.vocab))
     load_seconds = time.perf_counter() - started
     linker = find_linker(nlp)
     linker.set_option("id_space", id_space)
@@ -97,9 +107,11 @@ def evaluate(corpora: Dict[str, Path], id_space: str = "MESH", n_bootstrap: int 
 
     reachable = reachable_ids(kb, id_space)
     report: Dict[str, Any] = {
-        "pipeline": "default_pipeline() (shipped NER + untrained linker, embedded MiniLM + "
-                    f"{kb.name})", "pipe_names": nlp.pipe_names, "id_space": id_space,
-        "ner_manifest": {k: v for k, v in manifest().items() if k != "files"},
+        "pipeline": (f"default_pipeline() ({'shipped NER' if ner is None else f'the NER of {ner}'}"
+                     f" + untrained linker, embedded MiniLM + {kb.name})"),
+        "pipe_names": nlp.pipe_names, "id_space": id_space,
+        "ner_manifest": ({k: v for k, v in manifest().items() if k != "files"} if ner is None
+                         else {"pipeline": str(ner)}),
         "load_seconds_in_process": round(load_seconds, 2), "cpu": cpu_name(), "corpora": {},
         "bootstrap": n_bootstrap}
     for name, path in corpora.items():

@@ -422,6 +422,19 @@ class Errors(metaclass=ErrorsWithCodes):
     E254 = ("The {what} shipped in the package ({path}) is not the one that was built: "
             "{problem}. Reinstall spacy-bioel, or rebuild it in a checkout with `spacy project "
             "run {command}`.")
+    E255 = ("{where}: the layer spacy-bioel.OnnxTransformerTokens.v1 has no ONNX graph. It "
+            "serves an NER converted from a trained one and does not train: convert the trained "
+            "pipeline with `python -m spacy_bioel ner-onnx TRAINED OUTPUT`, or train with "
+            "spacy-bioel.TransformerTokens.v1.")
+    E256 = ("{path}: no component reads a spacy-bioel.TransformerTokens.v1 layer (components: "
+            "{names}), so there is nothing to convert. `ner-onnx` converts an NER trained with "
+            "configs/ner_minilm.cfg, or another config whose tok2vec embeds that layer.")
+    E257 = ("The ONNX export of the NER's encoder does not reproduce PyTorch's token pieces "
+            "(lowest cosine {cosine:.4f} < {bound}, {quantize}). Convert without quantisation "
+            "(--quantize none), or keep the PyTorch pipeline.")
+    E258 = ("{output} is the pipeline being converted ({pipeline}): converting in place would "
+            "overwrite its trained PyTorch weights. Write the converted pipeline to another "
+            "folder.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

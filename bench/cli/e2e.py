@@ -148,6 +148,7 @@ def out_of_the_box_command(
     limit: int = typer.Option(0, "--limit", min=0, help="First N documents of each corpus (0: all)"),
     link_calls: int = typer.Option(3, "--calls", min=0, help="Fresh-process `link` calls timed (0: none; the first builds the pipeline)"),
     pythons: List[str] = typer.Option([], "--python", help="Also time the `link` calls with this interpreter (e.g. the base install's, .venv-deploy/bin/python); repeatable"),
+    ner: Optional[Path] = typer.Option(None, "--ner", help="A trained NER pipeline in place of the shipped one (read on dev sets to choose it; the `link` calls keep the shipped one)"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """The default pipeline a user gets (shipped NER + untrained linker on the
@@ -161,7 +162,7 @@ def out_of_the_box_command(
     setup_logging(verbose)
     paths = {name: Path(path) for name, path in labelled(corpora, "TEST.spacy", "CORPORA").items()}
     timed = calls(link_calls, pythons) if link_calls else None  # first: on idle cores, before the rest
-    report = evaluate(paths, id_space, n_bootstrap, limit)
+    report = evaluate(paths, id_space, n_bootstrap, limit, ner)
     if timed:
         report["link_calls"] = timed
     write_json(output, report)

@@ -116,13 +116,17 @@ def quantize_int8(data: bytes, embeddings: bool = False) -> bytes:
         source, target = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
         source.write_bytes(data)
         root = logging.getLogger()
-        previous, root.disabled = root.disabled, True  # it logs a pre-processing hint there
+        # it logs a pre-processing hint through `logging.info`, which also gives the root
+        # logger a handler of its own (every later message of the process printed twice)
+        previous, handlers, root.disabled = root.disabled, list(root.handlers), True
         try:
             quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8,
                              per_channel=True,
                              op_types_to_quantize=["MatMul", "Gather"] if embeddings else ["MatMul"])
         finally:
             root.disabled = previous
+            for handler in [h for h in root.handlers if h not in handlers]:
+                root.removeHandler(handler)
         return scale_rows(target.read_bytes())
 
 

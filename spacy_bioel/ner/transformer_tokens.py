@@ -36,50 +36,9 @@ from thinc.shims import PyTorchShim
 from thinc.types import Floats2d
 
 from ..encoders.common import DEFAULT_ENCODER
+from ..errors import BioELError, Errors
 from ..validation import as_bool, as_float, as_int
-
-
-def windows(n_pieces: int, window: int, stride: int) -> List[Tuple[int, int]]:
-    """(start, end) piece ranges of at most `window` pieces, `stride` apart, the
-    last one ending at `n_pieces`; every piece is in at least one range."""
-    if n_pieces <= window:
-        return [(0, n_pieces)]
-    starts = list(range(0, n_pieces - window, stride)) + [n_pieces - window]
-    return [(start, start + window) for start in starts]
-
-
-def piece_batch(tokenizer, docs: List[Doc], window: int, stride: int
-                ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """input_ids and attention_mask (windows, window + 2) and `rows`, the row of
-    each position's token in the concatenated tokens of `docs` (-1 for [CLS],
-    [SEP] and padding)."""
-    inner = window
-    ids: List[List[int]] = []
-    rows: List[List[int]] = []
-    offset = 0
-    for doc in docs:
-        words = [token.text for token in doc]
-        if words:
-            # the whole document at once (windows are cut below): no warning about its length
-            encoded = tokenizer(words, is_split_into_words=True, add_special_tokens=False,
-                                verbose=False)
-            piece_ids = encoded["input_ids"]
-            owners = [offset + w if w is not None else -1 for w in encoded.word_ids()]
-        else:
-            piece_ids, owners = [], []
-        for start, end in windows(len(piece_ids), inner, stride):
-            ids.append([tokenizer.cls_token_id] + piece_ids[start:end] + [tokenizer.sep_token_id])
-            rows.append([-1] + owners[start:end] + [-1])
-        offset += len(doc)
-    width = max((len(r) for r in ids), default=2)
-    input_ids = np.full((len(ids), width), tokenizer.pad_token_id or 0, dtype=np.int64)
-    mask = np.zeros((len(ids), width), dtype=np.int64)
-    index = np.full((len(ids), width), -1, dtype=np.int64)
-    for i, (piece_ids, owners) in enumerate(zip(ids, rows)):
-        input_ids[i, :len(piece_ids)] = piece_ids
-        mask[i, :len(piece_ids)] = 1
-        index[i, :len(owners)] = owners
-    return input_ids, mask, index
+from .pieces import WordPieces, piece_batch, windows
 
 
 def _module(transformer, frozen: bool):
@@ -100,15 +59,20 @@ def _module(transformer, frozen: bool):
                 for parameter in transformer.parameters():
                     parameter.requires_grad_(False)
 
-        def forward(self, input_ids, attention_mask, index, n_tokens: int):
-            if input_ids.shape[0] == 0:
-                return self.mix.new_zeros((n_tokens, self.transformer.config.hidden_size))
+        def mixed(self, input_ids, attention_mask):
+            """(windows, pieces, hidden): each piece's mix of the encoder's layers
+            (what `onnx_tokens` exports)."""
             with torch.set_grad_enabled(torch.is_grad_enabled() and not self.frozen):
                 states = self.transformer(input_ids=input_ids, attention_mask=attention_mask,
                                           output_hidden_states=True).hidden_states
             stacked = torch.stack(states, dim=0)  # (layers, windows, pieces, hidden)
             weights = torch.softmax(self.mix, dim=0).view(-1, 1, 1, 1)
-            pieces = self.scale * (weights * stacked).sum(dim=0)
+            return self.scale * (weights * stacked).sum(dim=0)
+
+        def forward(self, input_ids, attention_mask, index, n_tokens: int):
+            if input_ids.shape[0] == 0:
+                return self.mix.new_zeros((n_tokens, self.transformer.config.hidden_size))
+            pieces = self.mixed(input_ids, attention_mask)
             flat_index = index.reshape(-1)
             keep = flat_index >= 0
             rows = flat_index[keep]
@@ -154,8 +118,8 @@ class EncoderRateShim(PyTorchShim):
 @registry.architectures("spacy-bioel.TransformerTokens.v1")
 def build_transformer_tokens(encoder: str = DEFAULT_ENCODER, window: int = 128,
                              stride: int = 96, frozen: bool = True,
-                             encoder_lr_scale: float = 0.05, warmup_steps: int = 500
-                             ) -> Model[List[Doc], List[Floats2d]]:
+                             encoder_lr_scale: float = 0.05, warmup_steps: int = 500,
+                             layers: int = 0) -> Model[List[Doc], List[Floats2d]]:
     """Docs -> (tokens, hidden) vectors of `encoder` reading each document in
     context (see the module): the `embed` of `spacy-bioel.KBNameEmbed.v1` for an
     NER that reads mentions in context.
@@ -169,6 +133,8 @@ def build_transformer_tokens(encoder: str = DEFAULT_ENCODER, window: int = 128,
         optimizer's (the mix and the layers above train at the full rate).
     warmup_steps (int): Not frozen: updates over which the encoder's rate rises
         linearly from 0 to its scale (0: none).
+    layers (int): Keep the encoder's first `layers` layers (0: all of them): a
+        shallower encoder reads a document in proportionally less time.
     """
     from ..encoders.torch_biencoder import load_transformer
     from ..encoders.torch_io import deserialize_weights, serialize_weights
@@ -177,30 +143,51 @@ def build_transformer_tokens(encoder: str = DEFAULT_ENCODER, window: int = 128,
     stride = as_int("stride", stride, 1, window)
     frozen = as_bool("frozen", frozen)
     tokenizer, transformer = load_transformer(encoder)
+    layers = as_int("layers", layers, 0, 10_000)
+    if layers:
+        keep_first_layers(transformer, layers, encoder)
     limit = int(getattr(transformer.config, "max_position_embeddings", window + 2))
     window = min(window, limit - 2)
     stride = min(stride, window)
     encoder_lr_scale = as_float("encoder_lr_scale", encoder_lr_scale, 0.0, 1.0)
     warmup_steps = as_int("warmup_steps", warmup_steps, 0, 10 ** 7)
     module = _module(transformer, frozen)
+    pieces = WordPieces.from_hf(tokenizer)
     shim = EncoderRateShim(module, encoder_lr_scale, warmup_steps,
                            serialize_model=serialize_weights, deserialize_model=deserialize_weights)
     wrapper = Model("pytorch", pytorch_forward, shims=[shim], dims={"nI": None, "nO": None},
-                    attrs={"convert_inputs": _converter(tokenizer, window, stride),
+                    attrs={"convert_inputs": _converter(pieces, window, stride),
                            "convert_outputs": convert_pytorch_default_outputs})
     return Model("transformer_tokens", _forward, layers=[wrapper],
                  dims={"nO": int(transformer.config.hidden_size)},
                  attrs={"encoder": encoder, "window": window, "stride": stride,
                         "frozen": frozen, "encoder_lr_scale": encoder_lr_scale,
-                        "warmup_steps": warmup_steps})
+                        "warmup_steps": warmup_steps, "layers": layers, "pieces": pieces})
 
 
-def _converter(tokenizer, window: int, stride: int) -> Callable:
+def keep_first_layers(transformer, layers: int, encoder: str) -> None:
+    """Cut a BERT-like encoder (its layers in `encoder.layer`) to its first
+    `layers` layers, in place (E175 for another architecture or too many)."""
+    stack = getattr(getattr(transformer, "encoder", None), "layer", None)
+    total = int(transformer.config.num_hidden_layers)
+    if stack is None or len(stack) != total:
+        raise BioELError(Errors.E175.format(
+            name="layers", value=layers,
+            expected=f"0 for {encoder}, whose layers this layer cannot cut (a BERT-like "
+                     "encoder keeps them in encoder.layer)"))
+    if layers > total:
+        raise BioELError(Errors.E175.format(name="layers", value=layers,
+                                            expected=f"0 to {total}, the layers of {encoder}"))
+    del stack[layers:]
+    transformer.config.num_hidden_layers = layers
+
+
+def _converter(pieces: WordPieces, window: int, stride: int) -> Callable:
     def convert_inputs(model: Model, docs: List[Doc], is_train: bool):
         import torch
 
         device = model.shims[0].device
-        input_ids, mask, index = piece_batch(tokenizer, docs, window, stride)
+        input_ids, mask, index = piece_batch(pieces, docs, window, stride)
         n_tokens = sum(len(doc) for doc in docs)
         args = ArgsKwargs(args=(torch.from_numpy(input_ids).to(device),
                                 torch.from_numpy(mask).to(device),

@@ -172,7 +172,13 @@ def with_shipped_ner(nlp: Language, linker: str = "bioel_linker") -> Language:
     """`nlp` with the shipped NER's `tok2vec` and `ner` sourced before `linker`
     (checked against the package's manifest first, E254), and the document
     consistency of its mentions (`bioel_mention_consistency`) between them."""
-    source = shipped.load_ner(vocab=nlp.vocab)
+    return with_ner(nlp, shipped.load_ner(vocab=nlp.vocab), linker)
+
+
+def with_ner(nlp: Language, source: Language, linker: str = "bioel_linker") -> Language:
+    """`nlp` with `source`'s `tok2vec` and `ner` (another trained NER, e.g. one
+    converted by `ner-onnx`, loaded with `nlp.vocab`) sourced before `linker`, and
+    the document consistency the shipped NER gets between them."""
     for name in ("tok2vec", "ner"):
         nlp.add_pipe(name, source=source, before=linker)
     nlp.add_pipe(CONSISTENCY, before=linker)
@@ -206,4 +212,4 @@ def _save(nlp: Language, folder: Path, key: str) -> None:
 
 
 __all__ = ["default_pipeline", "fast_config", "has_onnx", "pipeline_key",
-           "with_shipped_ner"]
+           "with_ner", "with_shipped_ner"]

@@ -6,7 +6,9 @@ import spacy
 from spacy.training import Example
 from thinc.api import Adam
 
-from spacy_bioel.ner.transformer_tokens import build_transformer_tokens, piece_batch, windows
+from spacy_bioel.errors import BioELError
+from spacy_bioel.ner.pieces import WordPieces, piece_batch, windows
+from spacy_bioel.ner.transformer_tokens import build_transformer_tokens
 
 pytest.importorskip("torch", reason="the train extra")
 
@@ -28,7 +30,7 @@ def test_pieces_know_their_tokens(tiny_bert_dir):
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_dir))
     nlp = spacy.blank("en")
     docs = [nlp("colon cancer"), nlp("asthma")]
-    ids, mask, index = piece_batch(tokenizer, docs, 64, 32)
+    ids, mask, index = piece_batch(WordPieces.from_hf(tokenizer), docs, 64, 32)
     assert ids.shape[0] == 2 and mask.sum() == ids.shape[0] * 2 + (index >= 0).sum()
     assert set(index[0][index[0] >= 0]) == {0, 1} and set(index[1][index[1] >= 0]) == {2}
 
@@ -112,3 +114,26 @@ def test_the_encoder_trains_at_its_own_warmed_up_rate(tiny_bert_dir):
     shim, moved = step(0.5, warmup=4)
     assert any(v for n, v in moved.items() if n.startswith("transformer."))
     assert shim.updates == 1 and shim.encoder_scale() == pytest.approx(0.5 * 2 / 4)
+
+
+def test_word_pieces_are_the_fast_tokenizers_split_words(tiny_bert_dir):
+    """The pieces come from the Rust tokenizer alone, as transformers' own call
+    with is_split_into_words gives them (ids and each piece's word)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_dir))
+    words = ["Colon", "cancer", "(", "CRC-2", ")", "\n\n", "x's", "Ménière", ""]
+    expected = tokenizer(words, is_split_into_words=True, add_special_tokens=False)
+    ids, owners = WordPieces.from_hf(tokenizer)(words)
+    assert ids == expected["input_ids"]
+    assert owners == [w if w is not None else -1 for w in expected.word_ids()]
+    assert 5 not in owners  # the white-space token has no piece
+
+
+def test_first_layers_only(tiny_bert_dir):
+    model = build_transformer_tokens(str(tiny_bert_dir), window=12, stride=6, layers=1)
+    module = model.layers[0].shims[0]._model
+    assert len(module.transformer.encoder.layer) == 1 and module.mix.shape[0] == 2
+    assert model.predict([spacy.blank("en")("colon cancer")])[0].shape == (2, 32)
+    with pytest.raises(BioELError, match="E175"):
+        build_transformer_tokens(str(tiny_bert_dir), layers=3)

@@ -1,0 +1,147 @@
+"""`spacy-bioel.OnnxTransformerTokens.v1` and `ner-onnx`: a trained in-context NER
+served by ONNX Runtime reads what its PyTorch layer reads, and loads without PyTorch."""
+import logging
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import spacy
+from spacy.tokens import DocBin
+from spacy.training import Example
+from typer.testing import CliRunner
+
+from spacy_bioel.cli import app
+
+from spacy_bioel.errors import BioELError
+from spacy_bioel.ner.onnx_tokens import (build_onnx_transformer_tokens, convert_pipeline,
+                                         encode_tokens, onnx_config)
+
+pytest.importorskip("torch", reason="the train extra")
+pytest.importorskip("onnx", reason="exporting needs onnx")
+
+TEXTS = ["Patients with colon cancer .", "Asthma was frequent .",
+         " ".join(["Colon cancer and asthma ."] * 8) + "\n\n"]
+
+
+def _ner(tiny_bert_dir, window=16, stride=8):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("tok2vec", config={"model": {
+        "@architectures": "spacy.Tok2Vec.v2",
+        "embed": {"@architectures": "spacy-bioel.TransformerTokens.v1",
+                  "encoder": str(tiny_bert_dir), "window": window, "stride": stride},
+        "encode": {"@architectures": "spacy.MaxoutWindowEncoder.v2", "width": 32, "depth": 1,
+                   "window_size": 1, "maxout_pieces": 2}}})
+    nlp.add_pipe("ner")
+    train = []
+    for text, spans in [("Patients with colon cancer .", [(14, 26)]),
+                        ("Asthma was frequent .", [(0, 6)])]:
+        doc = nlp.make_doc(text)
+        train.append(Example.from_dict(doc, {"entities": [(s, e, "Disease") for s, e in spans]}))
+    optimizer = nlp.initialize(lambda: train)
+    for _ in range(30):
+        nlp.update(train, sgd=optimizer, drop=0.0)
+    return nlp
+
+
+def _invoke(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def _layer(nlp, name):
+    return next(n for n in nlp.get_pipe("tok2vec").model.walk() if n.name == name)
+
+
+def _vectors(nlp, name, texts):
+    layer = _layer(nlp, name)
+    return layer.predict([nlp.make_doc(t) for t in texts])
+
+
+@pytest.mark.parametrize("quantize,atol", [(None, 1e-4), ("int8", None), ("int8-all", None)])
+def test_the_converted_layer_reads_what_the_pytorch_layer_read(tiny_bert_dir, quantize, atol):
+    nlp = _ner(tiny_bert_dir)
+    before = _vectors(nlp, "transformer_tokens", TEXTS)
+    ents = [[(e.start, e.end) for e in doc.ents] for doc in nlp.pipe(TEXTS)]
+    root = logging.getLogger()
+    saved = list(root.handlers)  # as in a plain process: the root logger has no handler
+    for handler in saved:
+        root.removeHandler(handler)
+    try:
+        blocks = convert_pipeline(nlp, quantize)
+        assert root.handlers == []  # the quantiser's logging.info left none behind
+    finally:
+        for handler in saved:
+            root.addHandler(handler)
+    assert list(blocks) == ["tok2vec"] and blocks["tok2vec"]["width"] == 32
+    after = _vectors(nlp, "onnx_transformer_tokens", TEXTS)
+    assert [a.shape for a in after] == [b.shape for b in before]
+    assert np.abs(after[2][-1]).sum() == 0.0  # the white-space token still has no piece
+    for a, b in zip(after, before):
+        if atol:
+            assert np.allclose(a, b, atol=atol)
+        else:  # int8: close in direction, token by token
+            real = np.abs(b).sum(1) > 0
+            cos = (a[real] * b[real]).sum(1) / (np.linalg.norm(a[real], axis=1) *
+                                                np.linalg.norm(b[real], axis=1))
+            assert cos.min() > 0.9
+    if quantize is None:
+        assert [[(e.start, e.end) for e in doc.ents] for doc in nlp.pipe(TEXTS)] == ents
+
+
+def test_a_documents_vectors_do_not_depend_on_its_batch(tiny_bert_dir):
+    nlp = _ner(tiny_bert_dir)
+    convert_pipeline(nlp, "int8")
+    shim = _layer(nlp, "onnx_transformer_tokens").shims[0]
+    docs = [nlp.make_doc(t) for t in TEXTS]
+    alone = encode_tokens(shim, docs[:1], 16, 8)
+    together = encode_tokens(shim, docs, 16, 8)
+    assert np.allclose(alone, together[:len(docs[0])], atol=1e-6)
+
+
+def test_saved_converted_pipeline_loads_and_predicts_without_pytorch(tiny_bert_dir, tmp_path):
+    nlp = _ner(tiny_bert_dir)
+    expected = [[(e.start, e.end, e.label_) for e in doc.ents] for doc in nlp.pipe(TEXTS)]
+    nlp.to_disk(tmp_path / "trained")
+    gold = nlp.make_doc("Patients with colon cancer .")
+    gold.ents = [gold.char_span(14, 26, label="SpecificDisease")]  # read under the NER's one label
+    DocBin(docs=[gold]).to_disk(tmp_path / "dev.spacy")
+    result = _invoke("ner-onnx", tmp_path / "trained", tmp_path / "onnx", "--quantize", "none",
+                     "--dev", tmp_path / "dev.spacy")
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert "PyTorch: NER F1 100.00" in result.output and "ONNX: NER F1 100.00" in result.output
+    text = (tmp_path / "onnx" / "config.cfg").read_text()
+    assert "spacy-bioel.OnnxTransformerTokens.v1" in text
+    assert "spacy-bioel.TransformerTokens.v1" not in text
+    script = (
+        "import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None\n"
+        "import json, spacy, spacy_bioel\n"
+        f"nlp = spacy.load({str(tmp_path / 'onnx')!r})\n"
+        f"print(json.dumps([[(e.start, e.end, e.label_) for e in d.ents] for d in nlp.pipe({TEXTS!r})]))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert [[tuple(e) for e in doc] for doc in __import__("json").loads(out.stdout)] == expected
+
+
+def test_converting_in_place_or_a_pipeline_without_the_layer_is_refused(tiny_bert_dir, tmp_path):
+    nlp = _ner(tiny_bert_dir)
+    nlp.to_disk(tmp_path / "trained")
+    result = _invoke("ner-onnx", tmp_path / "trained", tmp_path / "trained")
+    assert isinstance(result.exception, BioELError) and result.exception.code == "E258"
+    assert "TransformerTokens.v1" in (tmp_path / "trained" / "config.cfg").read_text()
+    plain = spacy.blank("en")
+    plain.add_pipe("sentencizer")
+    with pytest.raises(BioELError, match="E256"):
+        convert_pipeline(plain)
+
+
+def test_a_fresh_layer_has_no_graph():
+    layer = build_onnx_transformer_tokens(width=32)
+    with pytest.raises(BioELError, match="E255"):
+        layer.predict([spacy.blank("en")("colon cancer")])
+
+
+def test_onnx_config_swaps_the_pytorch_block():
+    config = {"components": {"tok2vec": {"model": {"embed": {"embed": {
+        "@architectures": "spacy-bioel.TransformerTokens.v1", "encoder": "x", "frozen": False}}}}}}
+    block = {"@architectures": "spacy-bioel.OnnxTransformerTokens.v1", "width": 32}
+    assert onnx_config(config, {"tok2vec": block}) == 1
+    assert config["components"]["tok2vec"]["model"]["embed"]["embed"] == block
