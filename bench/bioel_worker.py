@@ -21,6 +21,11 @@ import resource
 import sys
 import time
 
+try:  # run by path, its folder first on sys.path (until __main__ drops it): stdlib only
+    from machine import where
+except ImportError:  # imported as bench.bioel_worker (bench/scale.py)
+    from .machine import where
+
 
 def peak_rss_mb() -> float:
     """This process' peak resident set size (MB): Linux's VmHWM, which starts
@@ -81,6 +86,7 @@ def link(pipeline: str, docs_path: str, out: str, batch_size: int = 64) -> None:
               "torch_imported": "torch" in sys.modules,
               "runtime": [getattr(r, "name", None) for r in runtime if r is not None],
               "versions": {"spacy": spacy.__version__, "python": sys.version.split()[0]}}
+    result["where"] = where()
     with open(out, "w", encoding="utf-8") as handle:
         json.dump(result, handle)
 
@@ -95,6 +101,7 @@ def build(pipeline: str, out: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         nlp.to_disk(tmp)  # an ONNX runtime exports the mention tower here
     result = {"build_s": time.perf_counter() - start, "peak_rss_mb": peak_rss_mb()}
+    result["where"] = where()
     with open(out, "w", encoding="utf-8") as handle:
         json.dump(result, handle)
 

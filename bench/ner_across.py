@@ -12,6 +12,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from . import e2e
+from .machine import where, where_line
 from .ner_dev import LABEL, ner_only
 
 
@@ -25,7 +26,7 @@ def evaluate(models: Dict[str, Path], corpora: Dict[str, Path], n_bootstrap: int
     gold = {name: read_docs([path]) for name, path in corpora.items()}
     report: Dict[str, Any] = {"models": {k: str(v) for k, v in models.items()},
                               "corpora": {k: str(v) for k, v in corpora.items()},
-                              "bootstrap": n_bootstrap, "rows": {}}
+                              "bootstrap": n_bootstrap, "rows": {}, "where": where("spacy.load")}
     for model_name, path in models.items():
         nlp = spacy.load(path)
         consistency = MentionConsistency(nlp)
@@ -59,6 +60,8 @@ def markdown(report: Dict[str, Any], title: str) -> str:
             cells.append(f"{100 * r['f']:.1f}{interval} ({100 * r['p']:.1f} / {100 * r['r']:.1f})")
         speed = ", ".join(f"{row[c]['docs_per_s']:.0f}" for c in corpora)
         lines.append(f"| {name} (`{report['models'][name]}`) | " + " | ".join(cells) + f" | {speed} |")
+    if report.get("where"):
+        lines += ["", f"Where: {where_line(report['where'])}."]
     return "\n".join(lines) + "\n"
 
 

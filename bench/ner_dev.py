@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import e2e
+from .machine import where, where_line
 from .e2e import NIL
 
 VARIANTS: Dict[str, Tuple[bool, bool]] = {  # name -> (abbreviations, repeats)
@@ -55,7 +56,8 @@ def evaluate(model: Path, corpora: Dict[str, Path], n_bootstrap: int = 1000,
     keep = ner_only(nlp)
     linking = default_linker(id_space) if id_space else None
     report: Dict[str, Any] = {"model": str(model), "components": keep, "corpora": {},
-                              "bootstrap": n_bootstrap, "id_space": id_space}
+                              "bootstrap": n_bootstrap, "id_space": id_space,
+                              "where": where(f"spacy.load({model})")}
     with nlp.select_pipes(enable=keep):
         for name, path in corpora.items():
             gold_docs = read_docs([path])
@@ -193,7 +195,8 @@ def markdown(report: Dict[str, Any], title: str) -> str:
         f"{variant}: " + (", ".join(f"{k} {v}" for k, v in counts.items()) or "nothing")
         for variant, counts in _summed(report).items() if variant != "as found") + ".",
               "", "NER speed: " + ", ".join(
-        f"{n} {report['corpora'][n]['docs_per_s']:.1f} docs/s" for n in names) + "."]
+        f"{n} {report['corpora'][n]['docs_per_s']:.1f} docs/s" for n in names) + "." + (
+        f" Where: {where_line(report['where'])}." if report.get("where") else "")]
     if report.get("id_space"):
         lines += ["", "The linker's KB and score in the NER's decision (after the abbreviations):", "",
                   "| rule | " + " | ".join(f"{n} NER F1 (P / R) | {n} document F1" for n in names)

@@ -21,29 +21,13 @@ loads it), wall seconds and peak RSS.
 from __future__ import annotations
 
 import logging
-import platform
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set
 
+from .machine import cpu_name, where, where_line
+
 logger = logging.getLogger(__name__)
-
-
-def cpu_name() -> str:
-    """The CPU's model name and the vector extensions that matter to int8 (Linux:
-    /proc/cpuinfo), else what `platform` says."""
-    try:
-        info = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return platform.processor() or platform.machine()
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines()
-                  if line.startswith("model name")), platform.machine())
-    flags = next((line.split(":", 1)[1].split() for line in info.splitlines()
-                  if line.startswith("flags")), [])
-    extensions = [name for name in ("avx2", "avx512f", "avx512_vnni", "avx_vnni") if name in flags]
-    import os
-
-    return f"{model} ({', '.join(extensions) or 'no AVX2'}; {os.cpu_count()} logical cores)"
 
 
 def dictionary_floor(kb, gold_docs: Sequence, make_doc, id_space: str, label: str):
@@ -112,7 +96,9 @@ def evaluate(corpora: Dict[str, Path], id_space: str = "MESH", n_bootstrap: int 
         "pipe_names": nlp.pipe_names, "id_space": id_space,
         "ner_manifest": ({k: v for k, v in manifest().items() if k != "files"} if ner is None
                          else {"pipeline": str(ner)}),
-        "load_seconds_in_process": round(load_seconds, 2), "cpu": cpu_name(), "corpora": {},
+        "load_seconds_in_process": round(load_seconds, 2), "cpu": cpu_name(),
+        "where": where("default_pipeline()" if ner is None else
+                       f"default_pipeline(ner=False) + the NER of {ner}"), "corpora": {},
         "bootstrap": n_bootstrap}
     for name, path in corpora.items():
         gold_docs = read_docs([path])
@@ -158,7 +144,8 @@ def calls(n: int = 3, pythons: Sequence[str] = ()) -> Dict[str, Any]:
 def markdown(report: Dict[str, Any], link_calls: Optional[Dict[str, Any]] = None) -> str:
     lines = ["# Out of the box: plain text in, linked concepts out", "",
              f"{report['pipeline']}; pipes {report['pipe_names']}; ids written in "
-             f"{report['id_space']} through the KB's cross-references. CPU: {report['cpu']}. "
+             f"{report['id_space']} through the KB's cross-references. Where: "
+             f"{where_line(report.get('where')) or report['cpu']}. "
              f"95% intervals from {report['bootstrap']} bootstrap resamples of the documents.", "",
              "| corpus | system | NER P | NER R | NER F1 | doc P | doc R | doc F1 | doc F1 95% CI | docs/s |",
              "|---|---|---:|---:|---:|---:|---:|---:|---|---:|"]

@@ -22,6 +22,7 @@ import time
 
 # run by path: its folder is on sys.path, and bioel_worker imports nothing of this package
 from bioel_worker import benchmark_docs, peak_rss_mb
+from machine import where
 
 
 def build(kb_path: str, index_dir: str, out: str) -> None:
@@ -36,6 +37,7 @@ def build(kb_path: str, index_dir: str, out: str) -> None:
     create_tfidf_ann_index(index_dir, kb)
     result = {"build_s": time.perf_counter() - start, "aliases": len(kb.alias_to_cuis),
               "concepts": len(kb.cui_to_entity), "peak_rss_mb": peak_rss_mb()}
+    result["where"] = where()
     with open(out, "w", encoding="utf-8") as handle:
         json.dump(result, handle)
 
@@ -74,6 +76,7 @@ def link(kb_path: str, index_dir: str, docs_path: str, out: str, threshold: floa
                            "filter_for_definitions": linker.filter_for_definitions,
                            "resolve_abbreviations": True,
                            "max_entities_per_mention": linker.max_entities_per_mention}}
+    result["where"] = where()
     with open(out, "w", encoding="utf-8") as handle:
         json.dump(result, handle)
 

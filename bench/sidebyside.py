@@ -31,6 +31,8 @@ from spacy_bioel.errors import BioELError, Errors
 from spacy_bioel.kb.ids import split_gold_ids
 from spacy_bioel.progress import progress_bar
 
+from .machine import where_line
+
 logger = logging.getLogger(__name__)
 WORKERS = Path(__file__).parent
 SCISPACY = "scispacy"
@@ -53,6 +55,7 @@ class System:
     kb_jsonl: Optional[str] = None
     index_dir: Optional[str] = None
     build: Dict[str, Any] = field(default_factory=dict)
+    door: Optional[str] = None  # how the pipeline was made (add_pipe, a config, a package, ...)
 
 
 def parse_system(spec: str) -> System:
@@ -218,7 +221,8 @@ def summarize(runs: List[Dict[str, Any]], systems: List[System]) -> List[Dict[st
                        a is not None for a in accs) else None,
                    "acc_same_every_round": len(set(accs)) == 1, "rounds": len(mine),
                    "counts": mine[-1].get("counts", {}),
-                   "stage_shares": stage_shares(mine)}
+                   "stage_shares": stage_shares(mine),
+                   "where": {**mine[-1].get("where", {}), "door": system.door}}
             if system.kind == SCISPACY:
                 scispacy = row
             rows.append(row)
@@ -293,8 +297,21 @@ def summary_table(results: Sequence[Dict[str, Any]]) -> str:
     scopes = [f"Acc@1 of {r.get('dataset', '')}: {r['acc_scope']}." for r in results
               if r.get("acc_scope", "all mentions") != "all mentions"]
     stages = stage_table(results)
-    return "\n".join(lines + ([""] + scopes if scopes else [])) + "\n" + (
+    ran = where_lines(results)
+    return "\n".join(lines + ([""] + scopes if scopes else []) + ran) + "\n" + (
         "\nShare of the linking time per stage (median over the rounds):\n\n" + stages if stages else "")
+
+
+def where_lines(results: Sequence[Dict[str, Any]]) -> List[str]:
+    """'Where each system ran' lines (CPU, install, threads, door), once per
+    distinct system and place."""
+    seen: Dict[str, None] = {}
+    for result in results:
+        for row in result["summary"]:
+            line = where_line(row.get("where"))
+            if line:
+                seen.setdefault(f"- {row['system']}: {line}", None)
+    return (["", "Where each system ran:", ""] + list(seen)) if seen else []
 
 
 def accuracy_speed_figure(results: Sequence[Dict[str, Any]], path: Path) -> None:

@@ -11,8 +11,8 @@ from typing import List, Optional
 
 import typer
 
-from ._app import (app, load_pipeline, read_docs, setup_logging, split_csv, step_speed_rows,
-                   write_json, write_report)
+from ._app import (app, labelled, load_pipeline, read_docs, setup_logging, split_csv,
+                   step_speed_rows, write_json, write_report)
 
 
 @app.command("benchmark")
@@ -73,6 +73,7 @@ def side_by_side_command(
     data: Path = typer.Argument(..., help="DocBin with gold spans and ids (e.g. NCBI test)"),
     kb_path: Path = typer.Option(..., "--kb", help="The KB the pipelines link to; scispaCy's index is built over its names"),
     pipelines: List[str] = typer.Option(..., "--pipeline", help="LABEL=PIPELINE or LABEL=PIPELINE@PYTHON (another environment), repeatable"),
+    doors: List[str] = typer.Option([], "--door", help="LABEL=DOOR: how that pipeline was made (add_pipe defaults, configs/linker_cpu.cfg, default_pipeline(), a package), recorded with its rows; repeatable"),
     scispacy_python: Optional[str] = typer.Option(None, "--scispacy-python", help="Python of scispaCy's environment (none: no scispaCy row)"),
     scispacy_index: Optional[Path] = typer.Option(None, "--scispacy-index", help="scispaCy index folder (built there once, reused after)"),
     repeats: str = typer.Option("1", "--repeat", help="Input sizes: the docs repeated N times, comma-separated (1,10,100)"),
@@ -96,6 +97,13 @@ def side_by_side_command(
     from spacy_bioel.validation import as_int
 
     systems = [parse_system(spec) for spec in pipelines]
+    door_of = labelled(doors, "DOOR", "--door") if doors else {}
+    unknown_doors = sorted(set(door_of) - {s.label for s in systems})
+    if unknown_doors:
+        raise BioELError(Errors.E175.format(name="--door", value=", ".join(unknown_doors),
+                                            expected="the LABEL of a --pipeline"))
+    for system in systems:
+        system.door = door_of.get(system.label)
     workdir = output.with_suffix("")
     workdir.mkdir(parents=True, exist_ok=True)
     if scispacy_python:

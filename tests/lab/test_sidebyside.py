@@ -2,6 +2,7 @@
 in fresh processes (a tiny pipeline here; scispaCy where its environment
 exists), Acc@1 read the way `evaluate` reads it, summaries with min/median and
 ratios, and a worker that fails is a coded error naming it."""
+import importlib.util
 import sys
 
 import pytest
@@ -111,6 +112,13 @@ def test_a_pipeline_side_by_side_with_itself(tiny_bert_dir, tmp_path):
         assert (row["build_s"] > 0) if row["system"] == "a" else row["build_s"] is None
         assert row["acc_same_every_round"] and 0 <= row["acc@1"] <= 1
         assert 0 < row["stage_shares"]["encoder"] < 1  # the worker reports the linker's timings
+        where = row["where"]  # the worker's own process: its CPU, install and threads
+        assert where["cpu"] and where["usable_cores"] >= 1 and where["door"] is None
+        assert where["torch_installed"] == (importlib.util.find_spec("torch") is not None)
+    systems[0].door = "add_pipe defaults"
+    result["summary"] = summarize(result["runs"], systems)
+    table = summary_table([result])
+    assert "Where each system ran:" in table and "door: add_pipe defaults" in table
     assert {r["acc@1"] for r in result["runs"]} == {result["runs"][0]["acc@1"]}
 
 
