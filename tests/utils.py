@@ -171,3 +171,28 @@ def starts_ray():
     import pytest
 
     return pytest.mark.xdist_group("ray")
+
+
+def trained_context_ner(tiny_bert_dir, window: int = 16, stride: int = 8, steps: int = 30):
+    """A blank pipeline whose `ner` (label Disease) reads `spacy-bioel.TransformerTokens.v1`
+    on the tiny BERT, trained `steps` updates on two sentences."""
+    import spacy
+    from spacy.training import Example
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("tok2vec", config={"model": {
+        "@architectures": "spacy.Tok2Vec.v2",
+        "embed": {"@architectures": "spacy-bioel.TransformerTokens.v1",
+                  "encoder": str(tiny_bert_dir), "window": window, "stride": stride},
+        "encode": {"@architectures": "spacy.MaxoutWindowEncoder.v2", "width": 32, "depth": 1,
+                   "window_size": 1, "maxout_pieces": 2}}})
+    nlp.add_pipe("ner")
+    train = []
+    for text, spans in [("Patients with colon cancer .", [(14, 26)]),
+                        ("Asthma was frequent .", [(0, 6)])]:
+        doc = nlp.make_doc(text)
+        train.append(Example.from_dict(doc, {"entities": [(s, e, "Disease") for s, e in spans]}))
+    optimizer = nlp.initialize(lambda: train)
+    for _ in range(steps):
+        nlp.update(train, sgd=optimizer, drop=0.0)
+    return nlp

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import spacy
 from spacy.tokens import DocBin
-from spacy.training import Example
 from typer.testing import CliRunner
 
 from spacy_bioel.cli import app
@@ -16,6 +15,7 @@ from spacy_bioel.cli import app
 from spacy_bioel.errors import BioELError
 from spacy_bioel.ner.onnx_tokens import (build_onnx_transformer_tokens, convert_pipeline,
                                          encode_tokens, onnx_config)
+from tests.utils import trained_context_ner
 
 pytest.importorskip("torch", reason="the train extra")
 pytest.importorskip("onnx", reason="exporting needs onnx")
@@ -24,24 +24,8 @@ TEXTS = ["Patients with colon cancer .", "Asthma was frequent .",
          " ".join(["Colon cancer and asthma ."] * 8) + "\n\n"]
 
 
-def _ner(tiny_bert_dir, window=16, stride=8):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("tok2vec", config={"model": {
-        "@architectures": "spacy.Tok2Vec.v2",
-        "embed": {"@architectures": "spacy-bioel.TransformerTokens.v1",
-                  "encoder": str(tiny_bert_dir), "window": window, "stride": stride},
-        "encode": {"@architectures": "spacy.MaxoutWindowEncoder.v2", "width": 32, "depth": 1,
-                   "window_size": 1, "maxout_pieces": 2}}})
-    nlp.add_pipe("ner")
-    train = []
-    for text, spans in [("Patients with colon cancer .", [(14, 26)]),
-                        ("Asthma was frequent .", [(0, 6)])]:
-        doc = nlp.make_doc(text)
-        train.append(Example.from_dict(doc, {"entities": [(s, e, "Disease") for s, e in spans]}))
-    optimizer = nlp.initialize(lambda: train)
-    for _ in range(30):
-        nlp.update(train, sgd=optimizer, drop=0.0)
-    return nlp
+def _ner(tiny_bert_dir):
+    return trained_context_ner(tiny_bert_dir)
 
 
 def _invoke(*args):

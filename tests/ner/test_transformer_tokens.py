@@ -3,12 +3,12 @@ its word pieces are averaged per spaCy token over overlapping windows."""
 import numpy as np
 import pytest
 import spacy
-from spacy.training import Example
 from thinc.api import Adam
 
 from spacy_bioel.errors import BioELError
 from spacy_bioel.ner.pieces import WordPieces, piece_batch, windows
 from spacy_bioel.ner.transformer_tokens import build_transformer_tokens
+from tests.utils import trained_context_ner
 
 pytest.importorskip("torch", reason="the train extra")
 
@@ -66,23 +66,7 @@ def test_frozen_trains_only_the_mix(tiny_bert_dir):
 
 
 def test_an_ner_trains_on_it_and_its_pipeline_saves_and_loads(tiny_bert_dir, tmp_path):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("tok2vec", config={"model": {
-        "@architectures": "spacy.Tok2Vec.v2",
-        "embed": {"@architectures": "spacy-bioel.TransformerTokens.v1",
-                  "encoder": str(tiny_bert_dir), "window": 16, "stride": 8},
-        "encode": {"@architectures": "spacy.MaxoutWindowEncoder.v2", "width": 32, "depth": 1,
-                   "window_size": 1, "maxout_pieces": 2}}})
-    nlp.add_pipe("ner")
-    train = []
-    for text, spans in [("Patients with colon cancer .", [(14, 26)]),
-                        ("Asthma was frequent .", [(0, 6)])]:
-        doc = nlp.make_doc(text)
-        train.append(Example.from_dict(doc, {"entities": [(s, e, "Disease") for s, e in spans]}))
-    optimizer = nlp.initialize(lambda: train)
-    losses = {}
-    for _ in range(30):
-        nlp.update(train, sgd=optimizer, losses=losses, drop=0.0)
+    nlp = trained_context_ner(tiny_bert_dir)
     assert [(e.text, e.label_) for e in nlp("Patients with colon cancer .").ents] == \
         [("colon cancer", "Disease")]
     nlp.to_disk(tmp_path / "ner")
