@@ -98,4 +98,4 @@ def where_line(record: Optional[Dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-__all__ = ["cpu_flags", "cpu_name", "usable_cores", "where", "where_line"]
+__all__ = ["THREAD_VARIABLES", "cpu_flags", "cpu_name", "usable_cores", "where", "where_line"]
