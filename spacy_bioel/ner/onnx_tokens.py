@@ -33,12 +33,14 @@ from thinc.types import Floats2d
 
 from ..errors import BioELError, Errors
 from ..validation import as_int
-from .pieces import WordPieces, piece_batch, token_means
+from .pieces import WordPieces, piece_batch
 
 logger = logging.getLogger(__name__)
 TORCH_ARCHITECTURE = "spacy-bioel.TransformerTokens.v1"
 ONNX_ARCHITECTURE = "spacy-bioel.OnnxTransformerTokens.v1"
 TORCH_LAYER = "transformer_tokens"  # the thinc name of the PyTorch layer's model
+ONNX_LAYER = "onnx_transformer_tokens"  # and of this one's
+CONTEXT_LAYERS = (TORCH_LAYER, ONNX_LAYER)
 TOKENS_PER_CALL = 2048  # pieces (padding included) in one ONNX Runtime call: its arena stays small
 PROBE_TEXTS = ["Familial adenomatous polyposis (FAP) is an autosomal dominant colon cancer "
                "syndrome.", "Asthma", "Patients with BRCA1 mutations develop breast and "
@@ -115,7 +117,7 @@ def build_onnx_transformer_tokens(width: int, window: int = 128, stride: int = 9
     window = as_int("window", window, 8, 100_000)
     stride = as_int("stride", stride, 1, window)
     threads = as_int("threads", threads, 0, 1024)
-    return Model("onnx_transformer_tokens", _forward, shims=[OnnxPiecesShim(threads)],
+    return Model(ONNX_LAYER, _forward, shims=[OnnxPiecesShim(threads)],
                  dims={"nO": width}, attrs={"window": window, "stride": stride})
 
 
@@ -135,11 +137,13 @@ def _forward(model: Model, docs: List[Doc], is_train: bool
 
 def encode_tokens(shim: OnnxPiecesShim, docs: Sequence[Doc], window: int, stride: int
                   ) -> np.ndarray:
-    """(tokens of all `docs`, hidden): each token's mean piece vector."""
+    """(tokens of all `docs`, hidden): each token's mean piece vector. Each call's
+    pieces are added to their tokens' sums as they come back, so memory holds the
+    output and one call's pieces, not every window of the batch."""
     input_ids, mask, index = piece_batch(shim.pieces, docs, window, stride)
     n_tokens = sum(len(doc) for doc in docs)
     lengths = mask.sum(axis=1)
-    pieces: Optional[np.ndarray] = None
+    sums: Optional[np.ndarray] = None
     for length in np.unique(lengths):
         same = np.flatnonzero(lengths == length)
         per_call = max(1, TOKENS_PER_CALL // int(length))
@@ -147,13 +151,17 @@ def encode_tokens(shim: OnnxPiecesShim, docs: Sequence[Doc], window: int, stride
             rows = same[first:first + per_call]
             got = shim.run(np.ascontiguousarray(input_ids[rows, :length]),
                            np.ascontiguousarray(mask[rows, :length]))
-            if pieces is None:
-                pieces = np.zeros(input_ids.shape + (got.shape[-1],), dtype=np.float32)
-            pieces[rows, :length] = got
-    if pieces is None:  # no document has a piece
+            if sums is None:
+                sums = np.zeros((n_tokens, got.shape[-1]), dtype=np.float32)
+            owners = index[rows, :length].reshape(-1)
+            keep = owners >= 0
+            np.add.at(sums, owners[keep], got.reshape(-1, got.shape[-1])[keep])
+    if sums is None:  # no document has a piece
         hidden = int(shim.info.get("hidden", 0)) or 1
         return np.zeros((n_tokens, hidden), dtype=np.float32)
-    return token_means(pieces, index, n_tokens)
+    owners = index[index >= 0]
+    counts = np.maximum(np.bincount(owners, minlength=n_tokens), 1).astype(np.float32)
+    return sums / counts[:, None]
 
 
 def export_pieces_graph(layer: Model, quantize: Optional[str] = None) -> bytes:
@@ -281,4 +289,4 @@ def onnx_config(config: Dict[str, Any], blocks: Dict[str, Dict[str, Any]]) -> in
 
 __all__ = ["OnnxPiecesShim", "build_onnx_transformer_tokens", "convert_pipeline",
            "encode_tokens", "export_pieces_graph", "check_pieces", "onnx_config",
-           "ONNX_ARCHITECTURE", "TORCH_ARCHITECTURE"]
+           "CONTEXT_LAYERS", "ONNX_ARCHITECTURE", "TORCH_ARCHITECTURE"]

@@ -178,7 +178,15 @@ def with_shipped_ner(nlp: Language, linker: str = "bioel_linker") -> Language:
 def with_ner(nlp: Language, source: Language, linker: str = "bioel_linker") -> Language:
     """`nlp` with `source`'s `tok2vec` and `ner` (another trained NER, e.g. one
     converted by `ner-onnx`, loaded with `nlp.vocab`) sourced before `linker`, and
-    the document consistency the shipped NER gets between them."""
+    the document consistency the shipped NER gets between them. When `source`
+    reads a transformer in context, `nlp.pipe` batches at most its
+    `source.batch_size` documents: such an NER holds a batch's token vectors at
+    once (1,000 BC5CDR abstracts peaked at 1.4 GB)."""
+    from ..ner.onnx_tokens import CONTEXT_LAYERS
+
+    if any(node.name in CONTEXT_LAYERS for _, pipe in source.pipeline
+           for node in getattr(getattr(pipe, "model", None), "walk", lambda: [])()):
+        nlp.batch_size = min(nlp.batch_size, source.batch_size)
     for name in ("tok2vec", "ner"):
         nlp.add_pipe(name, source=source, before=linker)
     nlp.add_pipe(CONSISTENCY, before=linker)

@@ -129,3 +129,26 @@ def test_onnx_config_swaps_the_pytorch_block():
     block = {"@architectures": "spacy-bioel.OnnxTransformerTokens.v1", "width": 32}
     assert onnx_config(config, {"tok2vec": block}) == 1
     assert config["components"]["tok2vec"]["model"]["embed"]["embed"] == block
+
+
+def test_a_pipeline_given_an_in_context_ner_batches_what_it_batches(tiny_bert_dir):
+    """`with_ner`: an NER reading a transformer holds a batch's token vectors at
+    once, so the pipeline takes its (smaller) batch size; another NER leaves it."""
+    from spacy_bioel.pipeline.embedded_default import with_ner
+
+    def linker_only():
+        nlp = spacy.blank("en")
+        nlp.add_pipe("sentencizer", name="bioel_linker")  # stands in for the linker
+        return nlp
+
+    context = trained_context_ner(tiny_bert_dir, steps=1)
+    context.batch_size = 16
+    nlp = with_ner(linker_only(), context)
+    assert nlp.pipe_names == ["tok2vec", "ner", "bioel_mention_consistency", "bioel_linker"]
+    assert nlp.batch_size == 16
+    cnn = spacy.blank("en")
+    cnn.add_pipe("tok2vec")
+    cnn.add_pipe("ner")
+    cnn.initialize()
+    cnn.batch_size = 16
+    assert with_ner(linker_only(), cnn).batch_size == 1000
