@@ -96,17 +96,4 @@ def piece_batch(pieces: WordPieces, docs: Sequence[Doc], window: int, stride: in
     return input_ids, mask, index
 
 
-def token_means(pieces: np.ndarray, index: np.ndarray, n_tokens: int) -> np.ndarray:
-    """(n_tokens, hidden) float32: each token's mean over the positions `index`
-    assigns to it (pieces (windows, width, hidden)); zeros for a token without one."""
-    flat = index.reshape(-1)
-    keep = flat >= 0
-    rows = flat[keep]
-    values = pieces.reshape(-1, pieces.shape[-1])[keep]
-    out = np.zeros((n_tokens, pieces.shape[-1]), dtype=np.float32)
-    np.add.at(out, rows, values)
-    counts = np.maximum(np.bincount(rows, minlength=n_tokens), 1).astype(np.float32)
-    return out / counts[:, None]
-
-
-__all__ = ["WordPieces", "piece_batch", "token_means", "windows"]
+__all__ = ["WordPieces", "piece_batch", "windows"]
