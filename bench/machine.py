@@ -9,6 +9,7 @@ from other environments (scispaCy's, the base install's).
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import platform
@@ -25,7 +26,9 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
 PACKAGES = ("spacy", "numpy", "onnxruntime", "torch", "spacy_bioel", "scispacy")
 
 
+@functools.lru_cache(maxsize=1)
 def _cpuinfo() -> str:
+    """/proc/cpuinfo, read once a process ("" where there is none)."""
     try:
         return Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:

@@ -34,13 +34,8 @@ def ner_onnx(
         raise BioELError(Errors.E258.format(output=output, pipeline=pipeline))
     nlp = load_pipeline(pipeline)
     before = _scores(nlp, dev) if dev else None
-    try:
-        blocks = convert_pipeline(nlp, None if quantize.lower() in ("none", "float32") else quantize,
-                                  threads)
-    except BioELError as err:
-        if err.code == "E256":
-            raise BioELError(Errors.E256.format(path=pipeline, names=nlp.pipe_names)) from None
-        raise
+    blocks = convert_pipeline(nlp, None if quantize.lower() in ("none", "float32") else quantize,
+                              threads, source=str(pipeline))
     output.mkdir(parents=True, exist_ok=True)
     nlp.to_disk(output)
     config = load_config(output / "config.cfg", interpolate=False)
@@ -57,15 +52,15 @@ def ner_onnx(
 def _scores(nlp, path: Path):
     """spaCy's NER scores on the DocBin at `path`; an NER of one label (the
     shipped disease NER's) is read against the gold mentions under that label."""
-    from spacy.tokens import DocBin, Span
+    from spacy.tokens import DocBin
     from spacy.training import Example
+
+    from ..training.augmenters import relabel_example
 
     labels = {label for _, pipe in nlp.pipeline for label in getattr(pipe, "labels", ())
               if getattr(pipe, "moves", None) is not None}
-    gold = list(DocBin().from_disk(path).get_docs(nlp.vocab))
+    examples = [Example(nlp.make_doc(doc.text), doc)
+                for doc in DocBin().from_disk(path).get_docs(nlp.vocab)]
     if len(labels) == 1:
-        label = next(iter(labels))
-        for doc in gold:
-            doc.ents = [Span(doc, e.start, e.end, label=label) for e in doc.ents]
-    examples = [Example(nlp.make_doc(doc.text), doc) for doc in gold]
+        examples = [relabel_example(example, next(iter(labels))) for example in examples]
     return nlp.evaluate(examples)

@@ -32,7 +32,7 @@ import shutil
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -46,7 +46,7 @@ OPSET = 17
 PROBE_TEXTS = ["colon cancer", "familial adenomatous polyposis of the colon", "FAP", "x"]
 
 
-def _require_onnx() -> None:
+def require_onnx() -> None:
     try:
         import onnx  # noqa: F401
         import onnxruntime  # noqa: F401
@@ -66,7 +66,7 @@ def export_mention_encoder(model, quantize: Optional[str] = None, tower: str = "
 
     from .thinc_biencoder import tokenize, torch_module
 
-    _require_onnx()
+    require_onnx()
     if model.attrs.get("prompt"):
         from ..errors import BioELError, Errors
         raise BioELError(Errors.E192.format(
@@ -84,27 +84,38 @@ def export_mention_encoder(model, quantize: Optional[str] = None, tower: str = "
         def forward(self, input_ids, attention_mask):
             return self.biencoder.encode(tower, input_ids, attention_mask)
 
-    graph = MentionGraph().eval()
     ids, mask = tokenize(model, PROBE_TEXTS, device)  # padded: the masking branch is traced
-    buffer = io.BytesIO()
-    was_training = module.training
-    module.eval()
-    try:
-        with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
-            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notes
-            torch.onnx.export(graph, (ids, mask), buffer, input_names=["input_ids", "attention_mask"],
-                              output_names=["embedding"], opset_version=OPSET, dynamo=False,
-                              dynamic_axes={"input_ids": {0: "batch", 1: "sequence"},
-                                            "attention_mask": {0: "batch", 1: "sequence"},
-                                            "embedding": {0: "batch"}})
-            reference = graph(ids, mask).float().cpu().numpy()
-    finally:
-        module.train(was_training)
-    data = buffer.getvalue()
+    data, reference = trace(MentionGraph(), (ids, mask), "embedding",
+                            {"input_ids": {0: "batch", 1: "sequence"},
+                             "attention_mask": {0: "batch", 1: "sequence"},
+                             "embedding": {0: "batch"}})
     if quantize:
         data = quantize_int8(data, embeddings=quantize == "int8-all")
     check_export(data, ids.cpu().numpy(), mask.cpu().numpy(), reference, quantize)
     return data
+
+
+def trace(graph, inputs: tuple, output: str, dynamic_axes: dict) -> Tuple[bytes, np.ndarray]:
+    """`graph` (a torch module of (input_ids, attention_mask)) traced in eval mode
+    to ONNX bytes (the TorchScript exporter, OPSET), and its float32 output on
+    `inputs`, the reference an export is checked against. Each submodule's
+    training mode is restored afterwards."""
+    import torch
+
+    modes = [(module, module.training) for module in graph.modules()]
+    graph.eval()
+    buffer = io.BytesIO()
+    try:
+        with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
+            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notes
+            torch.onnx.export(graph, inputs, buffer, input_names=["input_ids", "attention_mask"],
+                              output_names=[output], opset_version=OPSET, dynamo=False,
+                              dynamic_axes=dynamic_axes)
+            reference = graph(*inputs).float().cpu().numpy()
+    finally:
+        for module, training in modes:
+            module.training = training
+    return buffer.getvalue(), reference
 
 
 def quantize_int8(data: bytes, embeddings: bool = False) -> bytes:
@@ -260,5 +271,5 @@ def read_graph(graph: Path) -> bytes:
     return onnx.load(str(graph), load_external_data=True).SerializeToString()
 
 
-__all__ = ["export_mention_encoder", "quantize_int8", "scale_rows", "scales_rows", "check_export",
+__all__ = ["export_mention_encoder", "require_onnx", "trace", "quantize_int8", "scale_rows", "scales_rows", "check_export",
            "save_split", "read_graph", "QUANTIZATIONS", "OPSET", "ROW_SCALES"]

@@ -169,15 +169,12 @@ def export_pieces_graph(layer: Model, quantize: Optional[str] = None) -> bytes:
     layer mix: (input_ids, attention_mask) -> (windows, pieces, hidden), float32
     or int8 ('int8': the MatMul weights; 'int8-all': the embedding tables too).
     Checked on probe windows against PyTorch (E257 when a piece differs)."""
-    import io
-    import warnings
-
     import spacy
     import torch
 
-    from ..encoders.onnx_export import OPSET, QUANTIZATIONS, _require_onnx, quantize_int8
+    from ..encoders.onnx_export import QUANTIZATIONS, quantize_int8, require_onnx, trace
 
-    _require_onnx()
+    require_onnx()
     if quantize not in QUANTIZATIONS:
         raise BioELError(Errors.E175.format(name="quantize", value=repr(quantize),
                                             expected="none, 'int8' or 'int8-all'"))
@@ -195,24 +192,9 @@ def export_pieces_graph(layer: Model, quantize: Optional[str] = None) -> bytes:
     docs = [nlp(text) for text in PROBE_TEXTS]
     ids, mask, _ = piece_batch(layer.attrs["pieces"], docs, layer.attrs["window"],
                                layer.attrs["stride"])
-    ids_t, mask_t = torch.from_numpy(ids), torch.from_numpy(mask)
-    graph = PiecesGraph().eval()
-    was_training = module.training
-    module.eval()
-    buffer = io.BytesIO()
-    try:
-        with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
-            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notes
-            torch.onnx.export(graph, (ids_t, mask_t), buffer,
-                              input_names=["input_ids", "attention_mask"], output_names=["pieces"],
-                              opset_version=OPSET, dynamo=False,
-                              dynamic_axes={"input_ids": {0: "windows", 1: "pieces"},
-                                            "attention_mask": {0: "windows", 1: "pieces"},
-                                            "pieces": {0: "windows", 1: "pieces"}})
-            reference = graph(ids_t, mask_t).float().numpy()
-    finally:
-        module.train(was_training)
-    data = buffer.getvalue()
+    axes = {0: "windows", 1: "pieces"}
+    data, reference = trace(PiecesGraph(), (torch.from_numpy(ids), torch.from_numpy(mask)),
+                            "pieces", {"input_ids": axes, "attention_mask": axes, "pieces": axes})
     if quantize:
         data = quantize_int8(data, embeddings=quantize == "int8-all")
     check_pieces(data, ids, mask, reference, quantize)
@@ -237,12 +219,13 @@ def check_pieces(data: bytes, ids: np.ndarray, mask: np.ndarray, reference: np.n
     return lowest
 
 
-def convert_pipeline(nlp, quantize: Optional[str] = "int8", threads: int = 0
-                     ) -> Dict[str, Dict[str, Any]]:
+def convert_pipeline(nlp, quantize: Optional[str] = "int8", threads: int = 0,
+                     source: str = "the pipeline") -> Dict[str, Dict[str, Any]]:
     """Swap every `spacy-bioel.TransformerTokens.v1` layer of `nlp`'s components
     for `spacy-bioel.OnnxTransformerTokens.v1` serving its export (needs PyTorch
     and onnx). RETURNS {component: the new layer's config block}: what
-    `onnx_config` writes into the saved config (E256 when there is none)."""
+    `onnx_config` writes into the saved config (E256 names `source` when there is
+    none)."""
     blocks: Dict[str, Dict[str, Any]] = {}
     for name, pipe in nlp.pipeline:
         model = getattr(pipe, "model", None)
@@ -264,7 +247,7 @@ def convert_pipeline(nlp, quantize: Optional[str] = "int8", threads: int = 0
             logger.info("%s: the encoder exported to ONNX (%s, %.1f MB)", name,
                         quantize or "float32", len(graph) / 1e6)
     if not blocks:
-        raise BioELError(Errors.E256.format(path="the pipeline", names=nlp.pipe_names))
+        raise BioELError(Errors.E256.format(path=source, names=nlp.pipe_names))
     return blocks
 
 
