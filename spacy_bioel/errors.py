@@ -78,6 +78,9 @@ class Warnings(metaclass=ErrorsWithCodes):
             "did not read them: they are in {output} with no mentions and a "
             "\"skipped_document\" reason. Split such documents, raise nlp.max_length, or "
             "use --strict to stop at the first one.")
+    W018 = ("{path} was edited after the pipeline was saved: {changes}. The edited values "
+            "are used. `python -m spacy_bioel seal-pipeline {pipeline}` records this config as "
+            "the pipeline's own, which silences this warning.")
 
 
 class Errors(metaclass=ErrorsWithCodes):
@@ -359,9 +362,10 @@ class Errors(metaclass=ErrorsWithCodes):
             "manifest from the original copy, re-save the pipeline, or, after checking every "
             "file, run `python -m spacy_bioel seal-pipeline {pipeline}` to record the files as "
             "they are.")
-    E233 = ("{path} was changed after the pipeline was saved ({problem}). The config and "
-            "meta of a saved pipeline are covered by its linker's manifest. If you edited it "
-            "on purpose, run `python -m spacy_bioel seal-pipeline {pipeline}` to record the "
+    E233 = ("{path} was changed after the pipeline was saved ({problem}). The tokenizer, "
+            "meta and components before the linker of a saved pipeline are covered by its "
+            "linker's manifest (an edited config.cfg only warns, W018). If you changed it on "
+            "purpose, run `python -m spacy_bioel seal-pipeline {pipeline}` to record the "
             "files as they are now; otherwise restore it or re-save the pipeline.")
     E234 = ("link-corpus: {where} has a mention at [{start}, {end}) that cannot be placed in "
             "its text ({problem}); --strict makes such mentions an error. Fix the offsets "

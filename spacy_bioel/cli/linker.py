@@ -140,11 +140,12 @@ def seal_pipeline(
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:
     """Record the files of PIPELINE as they are now in each bioel component's
-    manifest.json (after editing its config.cfg by hand, say). Loading checks them
-    against it (E176, E233): run this only on files you trust."""
+    manifest.json: the settings edited in its config.cfg become the component's
+    own (no W018 after), a changed tokenizer or meta is accepted (no E233). Loading
+    checks the files against it (E176, E233): run this only on files you trust."""
     from ..errors import BioELError, Errors
     from ..files import check_tree
-    from ..pipeline.integrity import MANIFEST, write_manifest
+    from ..pipeline.integrity import MANIFEST, seal
 
     setup_logging(verbose)
     check_tree(pipeline)
@@ -153,7 +154,9 @@ def seal_pipeline(
     if not sealed:
         raise BioELError(Errors.E163.format(names=[p.name for p in pipeline.iterdir() if p.is_dir()]))
     for component in sealed:
-        write_manifest(component)
+        edits = seal(component)
+        for key, (before, now) in edits.items():
+            typer.echo(f"{component.name}: {key}: {before!r} -> {now!r}")
     typer.echo(f"Sealed {', '.join(p.name for p in sealed)} of {pipeline}")
 
 

@@ -34,6 +34,7 @@ import logging
 import os
 import shutil
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
@@ -41,7 +42,7 @@ from spacy.language import Language
 
 from ..about import __version__
 from ..encoders.common import DEFAULT_ENCODER, resolve_model_path
-from ..errors import BioELError, Warnings, warn
+from ..errors import BioELError, BioELWarning, Warnings, warn
 from ..index.name_index import AUTO_CACHE, cache_folder
 from ..kb.knowledge_base import KnowledgeBase
 from .. import assets
@@ -132,10 +133,12 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
                 "is built in memory")))
             return _build(kb, encoder, fast_config(), ner)
         try:
-            nlp = load_pipeline(folder)
+            with warnings.catch_warnings():  # an edited config in our own entry is damage
+                warnings.filterwarnings("error", message=r"\[W018\]", category=BioELWarning)
+                nlp = load_pipeline(folder)
             logger.debug("Loaded the default pipeline from %s", folder)  # only what the user asked for
             return nlp
-        except (BioELError, OSError, ValueError) as err:
+        except (BioELError, BioELWarning, OSError, ValueError) as err:
             warn(Warnings.W016.format(path=folder, problem=" ".join(str(err).split())[:200] + (
                 "; it is built again and saved in its place")))
             shutil.rmtree(folder, ignore_errors=True)  # our own entry (its marker), damaged

@@ -11,23 +11,29 @@ before it byte for byte, and `../meta.json` by the keys that shape the
 pipeline (`META_KEYS`: its language and components; `spacy package` rewrites
 the descriptive rest, name, version and requirements, when it builds a wheel).
 The vocab and the components after it are written later and are not covered.
-A changed one of these is E233. A pipeline whose cfg says a manifest was
-written and which has none is E232: deleting the manifest does not turn
-verification off."""
+A changed one of these is E233, but for `config.cfg`: editing it works as in
+spaCy. The manifest keeps the config as it was saved, and a changed one loads
+with W018, which names each setting that changed (`config_edits`); the
+component applies the edited values over its saved ones (`EDITED`). A pipeline
+whose cfg says a manifest was written and which has none is E232: deleting the
+manifest does not turn verification off."""
 from __future__ import annotations
 
 import hashlib
 import logging
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import srsly
 
-from ..errors import BioELError, Errors
+from ..errors import BioELError, Errors, Warnings, warn
 from ..files import check_tree, member, replace_file, sha256_of
 
 logger = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
+# the key of `read_saved_cfg`'s result that holds the settings edited in config.cfg
+# since the pipeline was saved ({dotted key: (saved value, value now)}; never saved)
+EDITED = "_edited_config"
 
 # How to re-create each saved part, for E176.
 RESAVE = ("Re-save the pipeline from its training output (model-last or model-best) "
@@ -101,21 +107,27 @@ def write_manifest(path: Path) -> None:
             files["../meta.json"] = {"keys": list(META_KEYS), "sha256": _meta_digest(path.parent / entry)}
         elif (path.parent / entry).exists():
             files.update(_listing(path.parent / entry, f"../{entry}/"))
+    if "../config.cfg" in files:  # kept to name the settings a user edits (W018)
+        files["../config.cfg"]["text"] = (path.parent / "config.cfg").read_text(encoding="utf-8")
     replace_file(path / MANIFEST, lambda p: srsly.write_json(p, {"version": 2, "files": files}))
 
 
 def verify_manifest(path: Path, skip: Iterable[str] = (), required: bool = False,
-                    later: Iterable[str] = ()) -> None:
+                    later: Iterable[str] = ()) -> Dict[str, Tuple[Any, Any]]:
     """Check every file listed in `manifest.json` (E156 missing, E176 changed, E233
-    a changed pipeline file around the component); a directory saved before
-    manifests is not checked (logged), unless `required` (its cfg says it had one: E232).
-    The files named in `later` are checked by size only: their reader compares
-    the SHA-256 of the bytes it reads (`manifest_digest`, `check_digest`)."""
+    a changed pipeline file around the component, W018 an edited config.cfg); a
+    directory saved before manifests is not checked (logged), unless `required`
+    (its cfg says it had one: E232). The files named in `later` are checked by size
+    only: their reader compares the SHA-256 of the bytes it reads
+    (`manifest_digest`, `check_digest`).
+    RETURNS (Dict[str, Tuple[Any, Any]]): the settings edited in config.cfg since it
+        was saved, {dotted key: (saved value, value now)} (`config_edits`)."""
+    edits: Dict[str, Tuple[Any, Any]] = {}
     if not (path / MANIFEST).exists():
         if required:
             raise BioELError(Errors.E232.format(path=path, manifest=MANIFEST, pipeline=path.parent))
         logger.info("%s has no %s (saved by an older version): files not verified", path, MANIFEST)
-        return
+        return edits
     try:
         files = srsly.read_json(path / MANIFEST)["files"]
         entries = [(name, _size(entry), str(entry["sha256"])) for name, entry in files.items()]
@@ -142,10 +154,80 @@ def verify_manifest(path: Path, skip: Iterable[str] = (), required: bool = False
             problem = (f"{target.stat().st_size} bytes, the manifest says {size}"
                        if target.stat().st_size != size else None if name in later else
                        "its SHA-256 differs from the manifest's" if sha256_of(target) != digest else None)
-        if problem and outside:
+        if problem and name == "../config.cfg":  # edited, as spaCy users do
+            edits = config_edits(files[name].get("text"), target)
+            _warn_edited(target, edits)
+        elif problem and outside:
             raise BioELError(Errors.E233.format(path=target, problem=problem, pipeline=path.parent))
-        if problem:
+        elif problem:
             raise damaged(target, part, problem)
+    return edits
+
+
+def _flat(config: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def config_edits(saved_text: Optional[str], current: Path) -> Dict[str, Tuple[Any, Any]]:
+    """{dotted key: (saved value, value now)} of every setting that differs between
+    the config saved with the pipeline (`saved_text`, kept in the manifest) and the
+    config.cfg at `current` (uninterpolated, as written; a key only one has pairs
+    with None). {} when `saved_text` is None (a manifest written before it was
+    kept). E233 when `current` does not parse: spaCy would not load it either."""
+    from spacy.util import load_config, load_config_from_str
+
+    if saved_text is None:
+        return {}
+    try:
+        now = _flat(dict(load_config(current, interpolate=False)))
+    except Exception as err:  # confection raises its own error types
+        raise BioELError(Errors.E233.format(path=current, problem=f"it does not parse: "
+                                            f"{type(err).__name__}: {str(err)[:200]}",
+                                            pipeline=current.parent))
+    before = _flat(dict(load_config_from_str(saved_text, interpolate=False)))
+    return {key: (before.get(key), now.get(key)) for key in sorted(set(before) | set(now))
+            if before.get(key) != now.get(key)}
+
+
+def seal(path: Path) -> Dict[str, Tuple[Any, Any]]:
+    """Make the pipeline files around component folder `path` as they are now its
+    own: the settings edited in config.cfg (`config_edits`) replace the saved ones
+    in the component's `cfg` (its stage parameters, `stages.STAGE.KEY`, and its
+    `settings.KEY`), then the manifest is written again (`seal-pipeline`).
+    RETURNS (Dict[str, Tuple[Any, Any]]): the edits recorded."""
+    from spacy.util import load_config
+
+    entry = srsly.read_json(path / MANIFEST)["files"].get("../config.cfg") or {}
+    config_path = path.parent / "config.cfg"
+    edits = config_edits(entry.get("text"), config_path) if config_path.is_file() else {}
+    if edits:
+        resolved = _flat(dict(load_config(config_path, interpolate=True)))
+        cfg = srsly.read_json(path / "cfg")
+        prefix = f"components.{path.name}."
+        for key in (k[len(prefix):] for k in edits if k.startswith(prefix)):
+            parts = key.split(".")
+            stage = cfg.get("stages", {}).get(parts[0]) if len(parts) == 2 else None
+            if isinstance(stage, dict) and parts[1] in stage:
+                stage[parts[1]] = resolved.get(prefix + key)
+            elif len(parts) == 1 and key in (cfg.get("settings") or {}):
+                cfg["settings"][key] = resolved.get(prefix + key)
+        replace_file(path / "cfg", lambda p: srsly.write_json(p, cfg))
+    write_manifest(path)
+    return edits
+
+
+def _warn_edited(path: Path, edits: Dict[str, Tuple[Any, Any]]) -> None:
+    shown = "; ".join(f"{key}: {old!r} -> {new!r}" for key, (old, new) in list(edits.items())[:8])
+    more = f"; and {len(edits) - 8} more" if len(edits) > 8 else ""
+    warn(Warnings.W018.format(path=path, changes=(shown + more) if edits else
+                              "which settings is not recorded: the pipeline was saved by an "
+                              "older version", pipeline=path.parent))
 
 
 def _size(entry: dict) -> int:
@@ -187,7 +269,8 @@ def read_saved_cfg(path: Path, skip: Iterable[str] = (), later: Iterable[str] = 
     file (E231), its `cfg` (E156 missing, E176 not a JSON object), every file the
     manifest lists verified (E232 when the cfg says it had a manifest and it is gone;
     the files in `later` by size, see `verify_manifest`).
-    RETURNS (Dict[str, object]): the saved cfg."""
+    RETURNS (Dict[str, object]): the saved cfg, with the settings edited in
+        config.cfg since it was saved under `EDITED` when there are any."""
     check_tree(path)
     if not (path / "cfg").exists():
         raise BioELError(Errors.E156.format(path=path / "cfg"))
@@ -199,9 +282,11 @@ def read_saved_cfg(path: Path, skip: Iterable[str] = (), later: Iterable[str] = 
         if (path / MANIFEST).exists():  # the manifest names the damaged file first
             verify_manifest(path, skip=skip)
         raise damaged(path / "cfg", "cfg", f"not a JSON object: {err}")
-    verify_manifest(path, skip=skip, required=saved.get("manifest") is True, later=later)
+    edits = verify_manifest(path, skip=skip, required=saved.get("manifest") is True, later=later)
+    if edits:
+        saved[EDITED] = edits
     return saved
 
 
-__all__ = ["MANIFEST", "write_manifest", "verify_manifest", "pipeline_entries", "read_saved_cfg",
-           "damaged", "manifest_digest", "check_digest"]
+__all__ = ["MANIFEST", "EDITED", "config_edits", "seal", "write_manifest", "verify_manifest",
+           "pipeline_entries", "read_saved_cfg", "damaged", "manifest_digest", "check_digest"]

@@ -29,7 +29,7 @@ from ..encoders.tokenize import BatchTokenizer
 from ..errors import BioELError, Errors, Warnings, warn
 from ..kb.knowledge_base import KnowledgeBase
 from ..files import member, replace_file, unlink_links
-from .integrity import MANIFEST, damaged, manifest_digest, read_saved_cfg, write_manifest
+from .integrity import EDITED, MANIFEST, damaged, manifest_digest, read_saved_cfg, write_manifest
 from .settings import CHECKS
 from .state import LinkerState
 from .weights import DeferredModel, check_vocabulary, checked_weights, load_model
@@ -179,9 +179,12 @@ def from_disk(linker: Saved, path, exclude: Iterable[str]) -> Saved:
     if version != FORMAT_VERSION:  # 1: the flat settings before linking stages; or newer
         raise BioELError(Errors.E173.format(path=path, found=version, expected=FORMAT_VERSION))
     _check_attrs(path, saved.get("encoder_attrs", {}), linker.model.attrs)
+    edited = saved.get(EDITED, {})  # a setting edited in config.cfg keeps the edited value
     for stage, params in saved.get("stages", {}).items():
         if hasattr(getattr(linker, stage, None), "set_params"):
-            getattr(linker, stage).set_params(**params)
+            getattr(linker, stage).set_params(**{
+                key: value for key, value in params.items()
+                if f"components.{linker.name}.{stage}.{key}" not in edited})
     if not saved.get("initialized", True):
         return linker
     parts = [p for p in ("kb", "index", "datastore", "train_mentions", "encoder", "model")

@@ -18,7 +18,7 @@ from spacy import util
 from ..errors import BioELError, Errors
 from ..files import replace_file, unlink_links
 from ..kb.knowledge_base import KnowledgeBase
-from ..pipeline.integrity import damaged, read_saved_cfg, write_manifest
+from ..pipeline.integrity import EDITED, damaged, read_saved_cfg, write_manifest
 from ..pipeline.serialize import pack_folder, read_payload, unpack_folder
 from ..pipeline.weights import build_module, load_weights
 from ..validation import as_bool, as_choice, as_float, as_int
@@ -29,6 +29,7 @@ class Saved(Protocol):
     """What serialisation reads and restores of a reranker (its public
     attributes; `component.BioELReranker` has them and is not imported here)."""
 
+    name: str
     cfg: Dict[str, Any]
     kb: Optional[KnowledgeBase]
     model: Any  # the thinc cross-encoder
@@ -110,8 +111,9 @@ def from_disk(reranker: Saved, path, exclude: Iterable[str]) -> None:
         raise damaged(path / "cfg", "cfg", f"settings: {err}")
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise BioELError(Errors.E173.format(path=path, found=version, expected=FORMAT_VERSION))
+    edited = saved.get(EDITED, {})  # a setting edited in config.cfg keeps the edited value
     for key, value in settings.items():
-        if key in SETTINGS:
+        if key in SETTINGS and f"components.{reranker.name}.{key}" not in edited:
             set_option(reranker, key, value)
         elif key in ("nil_option", "kb_from"):
             reranker.cfg[key] = value

@@ -106,6 +106,24 @@ def test_damaged_entry_is_rebuilt(tiny_bert_dir):
         assert links(default_pipeline(toy_kb(), str(tiny_bert_dir))) == want  # the rebuilt entry
 
 
+def test_an_edited_entry_config_is_damage_and_rebuilt(tiny_bert_dir):
+    """A user's pipeline loads an edited config.cfg with W018; the cache's own entry
+    is not the user's to edit: it is rebuilt (W016), not loaded with the edit."""
+    from spacy.util import load_config
+
+    cache = Path(os.environ["SPACY_BIOEL_CACHE"])
+    want = links(default_pipeline(toy_kb(), str(tiny_bert_dir)))
+    (key,) = entries(cache)
+    path = cache / "pipelines" / key / "config.cfg"
+    config = load_config(path, interpolate=False)
+    config["components"]["bioel_linker"]["nil"]["threshold"] = 0.01
+    config.to_disk(path)
+    with pytest.warns(BioELWarning, match="W016.*W018"):
+        again = default_pipeline(toy_kb(), str(tiny_bert_dir))
+    assert links(again) == want
+    assert load_config(path, interpolate=False)["components"]["bioel_linker"]["nil"]["threshold"] != 0.01
+
+
 def test_no_cache(tiny_bert_dir):
     cache = Path(os.environ["SPACY_BIOEL_CACHE"])
     nlp = default_pipeline(toy_kb(), str(tiny_bert_dir), cache=None)

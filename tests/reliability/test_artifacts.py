@@ -193,3 +193,82 @@ def test_repair_pipeline_recreates_a_damaged_index(saved, tmp_path):
         for (_, a), (_, b) in zip(got, want):
             assert [c for c, _ in a] == [c for c, _ in b]
             assert np.allclose([p for _, p in a], [p for _, p in b], atol=1e-5)
+
+
+
+def _edit_nil_threshold(pipeline, value):
+    from spacy.util import load_config
+
+    config = load_config(pipeline / "config.cfg", interpolate=False)
+    before = config["components"]["bioel_linker"]["nil"]["threshold"]
+    config["components"]["bioel_linker"]["nil"]["threshold"] = value
+    config.to_disk(pipeline / "config.cfg")
+    return before
+
+
+def test_an_edited_config_loads_with_W018_naming_each_change_and_its_values_win(saved, tmp_path):
+    """Editing a saved pipeline's config.cfg works as in spaCy (issue 75): one coded
+    warning that names the setting, and the edited value is used, over the value the
+    component saved in its own cfg."""
+    import re
+
+    import srsly
+
+    from spacy_bioel.errors import BioELWarning
+
+    pipeline, component = copy(saved, tmp_path)
+    assert srsly.read_json(component / "cfg")["stages"]["nil"]["threshold"] != 0.99
+    before = _edit_nil_threshold(pipeline, 0.99)
+    with pytest.warns(BioELWarning, match=re.escape(
+            f"components.bioel_linker.nil.threshold: {before!r} -> 0.99")) as caught:
+        nlp = spacy.load(pipeline)
+    assert [str(w.message)[:6] for w in caught if "W018" in str(w.message)] == ["[W018]"]
+    assert nlp.get_pipe("bioel_linker").nil.threshold == 0.99
+    # its weights, index and datastore are still checked
+    store = component / "datastore"
+    data = bytearray(store.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    store.write_bytes(bytes(data))
+    with pytest.raises(BioELError, match="E176"):
+        spacy.load(pipeline)
+
+
+def test_seal_pipeline_makes_the_edited_config_the_pipelines_own(saved, tmp_path):
+    import warnings
+
+    from typer.testing import CliRunner
+
+    from spacy_bioel.cli import app
+    from spacy_bioel.errors import BioELWarning
+
+    pipeline, _ = copy(saved, tmp_path)
+    _edit_nil_threshold(pipeline, 0.25)
+    result = CliRunner().invoke(app, ["seal-pipeline", str(pipeline)])
+    assert result.exit_code == 0, result.output
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BioELWarning)
+        nlp = spacy.load(pipeline)
+    assert nlp.get_pipe("bioel_linker").nil.threshold == 0.25
+
+
+def test_a_changed_tokenizer_file_is_still_E233(saved, tmp_path):
+    pipeline, _ = copy(saved, tmp_path)
+    nlp = spacy.load(pipeline)
+    nlp.tokenizer.add_special_case("c.cancer", [{"ORTH": "c."}, {"ORTH": "cancer"}])
+    nlp.tokenizer.to_disk(pipeline / "tokenizer")
+    with pytest.raises(BioELError) as err:
+        spacy.load(pipeline)
+    assert err.value.code == "E233" and "tokenizer" in str(err.value)
+
+
+def test_config_edits_names_added_removed_and_changed_settings(tmp_path):
+    from spacy_bioel.pipeline.integrity import config_edits
+
+    before = "[a]\nx = 1\ny = \"s\"\n\n[a.b]\nz = null\n"
+    (tmp_path / "config.cfg").write_text("[a]\nx = 2\nw = true\n\n[a.b]\nz = null\n")
+    assert config_edits(before, tmp_path / "config.cfg") == {
+        "a.w": (None, True), "a.x": (1, 2), "a.y": ("s", None)}
+    assert config_edits(None, tmp_path / "config.cfg") == {}
+    (tmp_path / "config.cfg").write_text("[a\nx = ")
+    with pytest.raises(BioELError, match="E233"):
+        config_edits(before, tmp_path / "config.cfg")
