@@ -277,6 +277,36 @@ def _load_damaged(ws: Workspace, damage: Callable[[Path], None]) -> Optional[str
     return "a damaged pipeline loaded"
 
 
+def _edit_nil_threshold(path: Path) -> None:
+    from spacy.util import load_config
+
+    config = load_config(path / "config.cfg", interpolate=False)
+    config["components"]["bioel_linker"]["nil"]["threshold"] = 0.123
+    config.to_disk(path / "config.cfg")
+
+
+def _load_edited(ws: Workspace, edit: Callable[[Path], None], setting: Optional[str]) -> Optional[str]:
+    """An edited config.cfg loads as in spaCy: W018 names the edited `setting` (none
+    for a comment) and its value is used."""
+    import warnings
+
+    import spacy
+
+    path = ws.copy()
+    edit(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        nlp = spacy.load(path)
+    named = [str(w.message) for w in caught if "[W018]" in str(w.message)]
+    if setting is None:
+        return f"a comment warned: {named[0][:200]}" if named else None
+    if len(named) != 1 or setting not in named[0]:
+        return f"W018 naming {setting} expected once, got {named!r}"[:300]
+    if nlp.get_pipe("bioel_linker").nil.threshold != 0.123:
+        return "the edited nil.threshold was not used"
+    return None
+
+
 def _fifo(path: Path) -> None:
     target = path / "bioel_linker" / "kb"
     target.unlink()
@@ -560,8 +590,10 @@ def round_two() -> List[Case]:
           lambda ws: _save_over_link(ws, "manifest.json")),
         c("saved folders", "a deleted manifest.json", "coded",
           lambda ws: _load_damaged(ws, _unlink("bioel_linker/manifest.json")), "E232"),
-        c("saved folders", "config.cfg changed after saving", "coded",
-          lambda ws: _load_damaged(ws, _append("config.cfg", "\n# edited\n")), "E233"),
+        c("saved folders", "a comment added to config.cfg after saving", "clean",
+          lambda ws: _load_edited(ws, _append("config.cfg", "\n# edited\n"), None)),
+        c("saved folders", "a setting edited in config.cfg after saving", "clean",
+          lambda ws: _load_edited(ws, _edit_nil_threshold, "components.bioel_linker.nil.threshold")),
         c("saved folders", "meta.json changed after saving", "coded",
           lambda ws: _load_damaged(ws, _replace(
               "meta.json", b'{"lang": "en", "name": "x", "version": "9.9.9"}')), "E233"),

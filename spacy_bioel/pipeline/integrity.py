@@ -108,7 +108,7 @@ def write_manifest(path: Path) -> None:
         elif (path.parent / entry).exists():
             files.update(_listing(path.parent / entry, f"../{entry}/"))
     if "../config.cfg" in files:  # kept to name the settings a user edits (W018)
-        files["../config.cfg"]["text"] = (path.parent / "config.cfg").read_text(encoding="utf-8")
+        files["../config.cfg"]["text"] = (path.parent / "config.cfg").read_bytes().decode("utf-8")
     replace_file(path / MANIFEST, lambda p: srsly.write_json(p, {"version": 2, "files": files}))
 
 
@@ -136,6 +136,12 @@ def verify_manifest(path: Path, skip: Iterable[str] = (), required: bool = False
     if not entries:  # every saved component writes files: an empty list would verify nothing
         raise BioELError(Errors.E232.format(path=path, manifest=f"{MANIFEST} entry (its file "
                                             "list is empty)", pipeline=path.parent))
+    saved_config = files.get("../config.cfg")
+    if isinstance(saved_config, dict) and "text" in saved_config and (
+            not isinstance(saved_config["text"], str) or hashlib.sha256(
+                saved_config["text"].encode("utf-8")).hexdigest() != saved_config.get("sha256")):
+        raise damaged(path / MANIFEST, MANIFEST, "its copy of config.cfg does not match the "
+                      "config's checksum")
     skip, later = set(skip), set(later)
     in_pipeline = (path.parent / "meta.json").is_file()  # not a component folder copied alone
     for name, size, digest in entries:
@@ -155,8 +161,12 @@ def verify_manifest(path: Path, skip: Iterable[str] = (), required: bool = False
                        if target.stat().st_size != size else None if name in later else
                        "its SHA-256 differs from the manifest's" if sha256_of(target) != digest else None)
         if problem and name == "../config.cfg":  # edited, as spaCy users do
-            edits = config_edits(files[name].get("text"), target)
-            _warn_edited(target, edits)
+            text = files[name].get("text")
+            edits = config_edits(text, target)
+            if edits or text is None:
+                _warn_edited(target, edits)
+            else:  # comments or layout: nothing a setting reads
+                logger.debug("%s was edited after saving; no setting changed", target)
         elif problem and outside:
             raise BioELError(Errors.E233.format(path=target, problem=problem, pipeline=path.parent))
         elif problem:

@@ -272,3 +272,28 @@ def test_config_edits_names_added_removed_and_changed_settings(tmp_path):
     (tmp_path / "config.cfg").write_text("[a\nx = ")
     with pytest.raises(BioELError, match="E233"):
         config_edits(before, tmp_path / "config.cfg")
+
+
+def test_a_manifest_whose_config_copy_differs_is_E176(saved, tmp_path):
+    import srsly
+
+    pipeline, component = copy(saved, tmp_path)
+    manifest = srsly.read_json(component / MANIFEST)
+    manifest["files"]["../config.cfg"]["text"] += "\n"
+    srsly.write_json(component / MANIFEST, manifest)
+    with pytest.raises(BioELError) as err:
+        spacy.load(pipeline)
+    assert err.value.code == "E176" and MANIFEST in str(err.value)
+
+
+def test_a_comment_added_to_the_config_loads_silently(saved, tmp_path):
+    import warnings
+
+    from spacy_bioel.errors import BioELWarning
+
+    pipeline, _ = copy(saved, tmp_path)
+    with open(pipeline / "config.cfg", "a", encoding="utf-8") as handle:
+        handle.write("\n# a note of mine\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BioELWarning)
+        assert links(spacy.load(pipeline)) == saved[1]
