@@ -51,6 +51,21 @@ def merge_corpora(inputs: Sequence[Path], output: Path) -> Dict[str, Any]:
                                         "mentions": sum(f["mentions"] for f in files)}}
 
 
+def describe(model: Path) -> str:
+    """What reads the tokens of the NER pipeline `model`, from its config: the
+    in-context encoder (its layers, its runtime) or spaCy's CNN."""
+    from spacy.util import load_config
+
+    embed = load_config(model / "config.cfg", interpolate=False)["components"]["tok2vec"]["model"]["embed"]
+    inner = embed.get("embed", embed)
+    name = inner.get("@architectures", "")
+    if name == "spacy-bioel.OnnxTransformerTokens.v1":
+        return "the embedded MiniLM fine-tuned in context (configs/ner_default.cfg), served as ONNX,"
+    if name == "spacy-bioel.TransformerTokens.v1":
+        return f"the embedded MiniLM's first {inner.get('layers') or 'all'} layers read in context"
+    return "CNN tok2vec"
+
+
 def ship(model: Path, target: Path, fingerprint: Dict[str, Any], seed: int,
          command: str) -> Dict[str, Any]:
     """Copy the NER pipeline `model` (tok2vec + ner) into `target` and write its
@@ -72,9 +87,9 @@ def ship(model: Path, target: Path, fingerprint: Dict[str, Any], seed: int,
     meta.pop("performance", None)
     meta.update({"name": "disease_ner", "license": "public domain data (NCBI Disease, BC5CDR); "
                  "KB-name features from the Disease Ontology (CC0 1.0)",
-                 "description": "spacy-bioel's shipped disease NER: CNN tok2vec with the embedded "
-                 "Disease Ontology's KB-name features and one label (Disease), trained on NCBI "
-                 "Disease and BC5CDR train + dev"})
+                 "description": f"spacy-bioel's shipped disease NER: {describe(model)} with the "
+                 "embedded Disease Ontology's KB-name features and one label (Disease), trained "
+                 "on NCBI Disease and BC5CDR train + dev"})
     meta_path.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     manifest = {"seed": seed, "command": command, "data": fingerprint,
                 "files": tree_checksums(staging)}
@@ -86,4 +101,4 @@ def ship(model: Path, target: Path, fingerprint: Dict[str, Any], seed: int,
     return manifest
 
 
-__all__ = ["file_digest", "merge_corpora", "ship"]
+__all__ = ["describe", "file_digest", "merge_corpora", "ship"]

@@ -159,20 +159,44 @@ def test_ner_configs_train_an_ner_before_a_frozen_sourced_linker(path):
     assert nlp.config["corpora"]["train"]["@readers"] == "spacy.Corpus.v1"  # raw text in
 
 
-def test_the_shipped_ner_config_trains_an_ner_alone_on_the_default_kbs_names():
-    """configs/ner_default.cfg (the shipped NER's): tok2vec with the embedded DOID's
-    KB-name features and a one-label ner on raw text, a fixed number of steps (no
-    step chosen on dev: dev is training data there)."""
+def test_the_cnn_ner_config_trains_an_ner_alone_on_the_default_kbs_names():
+    """configs/ner_cnn.cfg (the NER shipped until issue 73, the in-context NER's
+    baseline): spaCy's CNN tok2vec with the embedded DOID's KB-name features and a
+    one-label ner on raw text, a fixed number of steps."""
     from spacy.util import load_model_from_config
 
-    config = Config().from_disk(CONFIGS / "ner_default.cfg")
+    config = Config().from_disk(CONFIGS / "ner_cnn.cfg")
     nlp = load_model_from_config(config, auto_fill=True, validate=True)
     assert nlp.pipe_names == ["tok2vec", "ner"]
     assert config["paths"]["kb"] == "embedded:doid"
-    assert config["components"]["tok2vec"]["model"]["embed"]["@architectures"] == \
-        "spacy-bioel.KBNameEmbed.v1"
+    embed = config["components"]["tok2vec"]["model"]["embed"]
+    assert embed["@architectures"] == "spacy-bioel.KBNameEmbed.v1"
+    assert embed["embed"]["@architectures"] == "spacy.MultiHashEmbed.v2"
     assert config["corpora"]["train"]["augmenter"]["label"] == "Disease"
     assert config["training"]["patience"] == 0 and config["training"]["max_steps"] > 0
+
+
+def test_the_shipped_ner_config_fine_tunes_three_encoder_layers_in_context(tiny_bert_dir):
+    """configs/ner_default.cfg (the shipped NER's, issue 73): the encoder's first 3
+    layers fine-tuned in context beside the embedded DOID's KB-name features, a
+    one-label ner on raw text, a fixed number of steps (no step chosen on dev: dev is
+    training data there)."""
+    from spacy.util import load_model_from_config
+
+    shipped = Config().from_disk(CONFIGS / "ner_default.cfg")
+    assert shipped["paths"]["kb"] == "embedded:doid"
+    assert shipped["paths"]["encoder"] == "embedded:all-MiniLM-L6-v2"
+    embed = shipped["components"]["tok2vec"]["model"]["embed"]
+    assert embed["@architectures"] == "spacy-bioel.KBNameEmbed.v1"
+    assert embed["embed"]["@architectures"] == "spacy-bioel.TransformerTokens.v1"
+    assert embed["embed"]["frozen"] is False and embed["embed"]["layers"] == 3
+    assert shipped["corpora"]["train"]["augmenter"]["label"] == "Disease"
+    assert shipped["training"]["patience"] == 0 and shipped["training"]["max_steps"] == 4000
+    # it builds (the tiny encoder has 2 layers)
+    config = Config().from_disk(CONFIGS / "ner_default.cfg", overrides={
+        "paths.encoder": str(tiny_bert_dir), "components.tok2vec.model.embed.embed.layers": 2})
+    nlp = load_model_from_config(config, auto_fill=True, validate=True)
+    assert nlp.pipe_names == ["tok2vec", "ner"]
 
 
 def test_the_in_context_ner_config_builds_on_a_tiny_encoder(tiny_bert_dir):

@@ -1,11 +1,14 @@
 """The disease NER shipped in the package: what the default pipeline finds
 mentions with in plain text.
 
-A spaCy pipeline of `tok2vec` (spaCy's CNN with the KB-name features of the
-embedded Disease Ontology, `spacy-bioel.KBNameEmbed.v1`) and `ner` (one label,
-`Disease`), trained on the disease mentions of NCBI Disease (Dogan et al. 2014)
-and BC5CDR (Li et al. 2016), train and dev of both, with seed 0
-(`spacy project run build-default-ner`, configs/ner_default.cfg). It lives in
+A spaCy pipeline of `tok2vec` and `ner` (one label, `Disease`). Its tok2vec reads
+each document in context with the embedded MiniLM's first 3 layers, fine-tuned
+under the NER and served as an int8 ONNX graph (`spacy-bioel.OnnxTransformerTokens.v1`:
+no PyTorch at prediction), beside the KB-name features of the embedded Disease
+Ontology (`spacy-bioel.KBNameEmbed.v1`). It was trained on the disease mentions of
+NCBI Disease (Dogan et al. 2014) and BC5CDR (Li et al. 2016), train and dev of
+both, with seed 0 (`spacy project run build-default-ner`, configs/ner_default.cfg;
+the choice against spaCy's CNN is in docs/results/e2e.md). It lives in
 `spacy_bioel/assets/ner` with a manifest (`MANIFEST`): each file's SHA-256, the
 fingerprint of the data it was trained on, the seed and the command.
 `load_ner` checks the files against the manifest before spaCy reads them (E254

@@ -2,6 +2,8 @@
 manifest's checksums and data fingerprint), and it finds disease mentions."""
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -10,7 +12,7 @@ from spacy_bioel.ner import shipped
 
 # the shipped NER's files, one SHA-256 over their checksums: `spacy project run
 # build-default-ner` rebuilds them (then this changes, on purpose, with the files)
-SHIPPED_DIGEST = "12963d5fb85dc36957210b714fc5c58ad8db11c73a86898c5d26cc139dc05cf3"
+SHIPPED_DIGEST = "3fbd50fa5a7818cb9bed494143c799c2c6c2a9178cd714f24a420303e08d1c8d"
 
 
 def test_the_shipped_files_match_their_manifest():
@@ -68,3 +70,22 @@ def test_it_finds_disease_mentions_with_one_label():
 def test_its_kb_name_features_are_the_default_kbs():
     config = json.loads(json.dumps(shipped.load_ner().config.to_str()))
     assert 'kb = "embedded:doid"' in config
+
+
+def test_it_reads_in_context_and_serves_without_pytorch():
+    """The shipped NER (issue 73) is the fine-tuned encoder served as ONNX: the base
+    install, without PyTorch or transformers, loads it and finds what it finds here."""
+    config = (shipped.ASSET / "config.cfg").read_text()
+    assert '"spacy-bioel.OnnxTransformerTokens.v1"' in config
+    assert '"spacy-bioel.TransformerTokens.v1"' not in config
+    text = "Carriers of familial adenomatous polyposis develop colorectal carcinomas."
+    expected = [(e.start_char, e.end_char) for e in shipped.load_ner()(text).ents]
+    script = (
+        "import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None\n"
+        "import json\n"
+        "from spacy_bioel.ner import shipped\n"
+        f"doc = shipped.load_ner()({text!r})\n"
+        "print(json.dumps([(e.start_char, e.end_char) for e in doc.ents]))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert [tuple(span) for span in json.loads(out.stdout.strip().splitlines()[-1])] == expected
+    assert len(expected) == 2
