@@ -15,6 +15,7 @@ def ner_onnx(
     output: Path = typer.Argument(..., help="Where to save the converted pipeline (another folder)"),
     quantize: str = typer.Option("int8", "--quantize", help="int8 (the MatMul weights), int8-all (the embedding tables too) or none (float32)"),
     threads: int = typer.Option(0, "--threads", help="ONNX Runtime's intra-op threads, saved in the config (0: every core)"),
+    stride: int = typer.Option(0, "--stride", help="Word pieces between windows at prediction, at most the window (0: the trained stride)"),
     dev: Optional[Path] = typer.Option(None, "--dev", help="A DocBin with gold entities: report both pipelines' NER scores on it"),
     verbose: bool = typer.Option(False, "--verbose", "-V", help="Debug logging; tracebacks for errors"),
 ) -> None:
@@ -35,7 +36,7 @@ def ner_onnx(
     nlp = load_pipeline(pipeline)
     before = _scores(nlp, dev) if dev else None
     blocks = convert_pipeline(nlp, None if quantize.lower() in ("none", "float32") else quantize,
-                              threads, source=str(pipeline))
+                              threads, source=str(pipeline), stride=stride or None)
     output.mkdir(parents=True, exist_ok=True)
     nlp.to_disk(output)
     config = load_config(output / "config.cfg", interpolate=False)

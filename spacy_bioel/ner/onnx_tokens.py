@@ -220,28 +220,30 @@ def check_pieces(data: bytes, ids: np.ndarray, mask: np.ndarray, reference: np.n
 
 
 def convert_pipeline(nlp, quantize: Optional[str] = "int8", threads: int = 0,
-                     source: str = "the pipeline") -> Dict[str, Dict[str, Any]]:
+                     source: str = "the pipeline", stride: Optional[int] = None
+                     ) -> Dict[str, Dict[str, Any]]:
     """Swap every `spacy-bioel.TransformerTokens.v1` layer of `nlp`'s components
     for `spacy-bioel.OnnxTransformerTokens.v1` serving its export (needs PyTorch
-    and onnx). RETURNS {component: the new layer's config block}: what
-    `onnx_config` writes into the saved config (E256 names `source` when there is
-    none)."""
+    and onnx). `stride`: pieces between windows at prediction (None: the trained
+    layer's; the shipped NER reads 128 without overlap, chosen on dev).
+    RETURNS {component: the new layer's config block}: what `onnx_config` writes
+    into the saved config (E256 names `source` when there is none)."""
     blocks: Dict[str, Dict[str, Any]] = {}
     for name, pipe in nlp.pipeline:
         model = getattr(pipe, "model", None)
         if not isinstance(model, Model):
             continue
         for node in [n for n in model.walk() if n.name == TORCH_LAYER]:
+            window = node.attrs["window"]
+            step = node.attrs["stride"] if stride is None else as_int("stride", stride, 1, window)
             graph = export_pieces_graph(node, quantize)
             width = node.get_dim("nO")
             block = {"@architectures": ONNX_ARCHITECTURE, "width": width,
-                     "window": node.attrs["window"], "stride": node.attrs["stride"],
-                     "threads": threads}
-            onnx_layer = build_onnx_transformer_tokens(width, node.attrs["window"],
-                                                       node.attrs["stride"], threads)
+                     "window": window, "stride": step, "threads": threads}
+            onnx_layer = build_onnx_transformer_tokens(width, window, step, threads)
             onnx_layer.shims[0].load(graph, node.attrs["pieces"], {
                 "encoder": node.attrs.get("encoder"), "quantize": quantize, "hidden": width,
-                "window": node.attrs["window"], "stride": node.attrs["stride"]})
+                "window": window, "stride": step, "trained_stride": node.attrs["stride"]})
             model.replace_node(node, onnx_layer)
             blocks[name] = block
             logger.info("%s: the encoder exported to ONNX (%s, %.1f MB)", name,

@@ -117,6 +117,26 @@ def test_converting_in_place_or_a_pipeline_without_the_layer_is_refused(tiny_ber
         convert_pipeline(plain)
 
 
+def test_a_prediction_stride_is_set_in_the_layer_and_its_config(tiny_bert_dir, tmp_path):
+    """`ner-onnx --stride`: windows apart by another stride at prediction (the
+    trained one kept in the graph's info); more than the window is E175."""
+    nlp = _ner(tiny_bert_dir)
+    window = _layer(nlp, "transformer_tokens").attrs["window"]
+    with pytest.raises(BioELError, match="E175"):
+        convert_pipeline(_ner(tiny_bert_dir), None, stride=window + 1)
+    nlp.to_disk(tmp_path / "trained")
+    result = _invoke("ner-onnx", tmp_path / "trained", tmp_path / "onnx", "--quantize", "none",
+                     "--stride", window)
+    assert result.exit_code == 0, (result.output, result.exception)
+    loaded = spacy.load(tmp_path / "onnx")
+    layer = _layer(loaded, "onnx_transformer_tokens")
+    assert layer.attrs["stride"] == window and layer.shims[0].info["trained_stride"] < window
+    text = (tmp_path / "onnx" / "config.cfg").read_text()
+    block = text[text.index('"spacy-bioel.OnnxTransformerTokens.v1"'):]
+    assert f"stride = {window}\n" in block.split("\n[")[0] + "\n"
+    assert [len(d.ents) >= 0 for d in loaded.pipe(["Patients with colon cancer ."])] == [True]
+
+
 def test_a_fresh_layer_has_no_graph():
     layer = build_onnx_transformer_tokens(width=32)
     with pytest.raises(BioELError, match="E255"):
