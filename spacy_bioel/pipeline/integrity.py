@@ -174,33 +174,23 @@ def verify_manifest(path: Path, skip: Iterable[str] = (), required: bool = False
     return edits
 
 
-def _flat(config: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
-    out: Dict[str, Any] = {}
-    for key, value in config.items():
-        if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
 def config_edits(saved_text: Optional[str], current: Path) -> Dict[str, Tuple[Any, Any]]:
     """{dotted key: (saved value, value now)} of every setting that differs between
     the config saved with the pipeline (`saved_text`, kept in the manifest) and the
     config.cfg at `current` (uninterpolated, as written; a key only one has pairs
     with None). {} when `saved_text` is None (a manifest written before it was
     kept). E233 when `current` does not parse: spaCy would not load it either."""
-    from spacy.util import load_config, load_config_from_str
+    from spacy.util import dict_to_dot, load_config, load_config_from_str
 
     if saved_text is None:
         return {}
     try:
-        now = _flat(dict(load_config(current, interpolate=False)))
+        now = dict_to_dot(dict(load_config(current, interpolate=False)))
     except Exception as err:  # confection raises its own error types
         raise BioELError(Errors.E233.format(path=current, problem=f"it does not parse: "
                                             f"{type(err).__name__}: {str(err)[:200]}",
                                             pipeline=current.parent))
-    before = _flat(dict(load_config_from_str(saved_text, interpolate=False)))
+    before = dict_to_dot(dict(load_config_from_str(saved_text, interpolate=False)))
     return {key: (before.get(key), now.get(key)) for key in sorted(set(before) | set(now))
             if before.get(key) != now.get(key)}
 
@@ -211,13 +201,13 @@ def seal(path: Path) -> Dict[str, Tuple[Any, Any]]:
     in the component's `cfg` (its stage parameters, `stages.STAGE.KEY`, and its
     `settings.KEY`), then the manifest is written again (`seal-pipeline`).
     RETURNS (Dict[str, Tuple[Any, Any]]): the edits recorded."""
-    from spacy.util import load_config
+    from spacy.util import dict_to_dot, load_config
 
     entry = srsly.read_json(path / MANIFEST)["files"].get("../config.cfg") or {}
     config_path = path.parent / "config.cfg"
     edits = config_edits(entry.get("text"), config_path) if config_path.is_file() else {}
     if edits:
-        resolved = _flat(dict(load_config(config_path, interpolate=True)))
+        resolved = dict_to_dot(dict(load_config(config_path, interpolate=True)))
         cfg = srsly.read_json(path / "cfg")
         prefix = f"components.{path.name}."
         for key in (k[len(prefix):] for k in edits if k.startswith(prefix)):
