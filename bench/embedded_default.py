@@ -56,6 +56,9 @@ def one_call(path: str, kb: str, encoder: str, cache: Path,
     """One `link` call in a fresh process of `python`: wall seconds, peak RSS,
     whether PyTorch was imported (and is installed)."""
     env = dict(os.environ, SPACY_BIOEL_CACHE=str(cache))
+    # bytecode is written and read, as for an installed wheel (pip compiles it): a later call
+    # that compiled the package's sources again would time the compiler (0.2-0.3 s)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     start = time.perf_counter()
     done = subprocess.run([python, "-c", _CHILD, path, kb, encoder], env=env,
                           capture_output=True, text=True)

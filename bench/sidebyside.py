@@ -93,6 +93,9 @@ def run_worker(command: List[str], out: Path, timeout: float) -> Dict[str, Any]:
     """Run a worker process; E181 with its last output when it fails."""
     out.unlink(missing_ok=True)
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    # bytecode written and read, as for installed packages (pip compiles them): a worker
+    # running this checkout's sources would otherwise time their compilation at every import
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:

@@ -305,7 +305,8 @@ class Errors(metaclass=ErrorsWithCodes):
             "residual_generator = false.")
     E198 = ("No mention to link in '{text}': {why}. Mark each mention in [brackets] (for "
             "example 'Carriers of [FAP] develop [colon cancer].'), or pass as --linker a trained "
-            "pipeline whose NER, before its linker, finds them.")
+            "pipeline whose NER, before its linker, finds them (`python -m spacy_bioel add-ner "
+            "PIPELINE OUTPUT` puts the shipped disease NER before a trained linker).")
     E199 = ("'{name}' is not a knowledge base shipped with spacy-bioel. Embedded KBs: {names} "
             "(as 'embedded:NAME' on the command line, name = \"NAME\" with "
             "spacy-bioel.EmbeddedKB.v1 in a config); for your own KB pass its .bioelkb file.")
@@ -439,6 +440,13 @@ class Errors(metaclass=ErrorsWithCodes):
     E258 = ("{output} is the pipeline being converted ({pipeline}): converting in place would "
             "overwrite its trained PyTorch weights. Write the converted pipeline to another "
             "folder.")
+    E259 = ("The NER cannot go before the linker '{linker}' of this pipeline: {problem}. "
+            "Give a pipeline whose linker reads mentions given to it (e.g. model-final of "
+            "`spacy project run train`), or remove the component first (nlp.remove_pipe).")
+    E260 = ("No component of the NER pipeline ({names}) writes {reads}, where the linker "
+            "'{linker}' reads its mentions, so it would find none to link. Give a pipeline with an NER "
+            "(`ner`, an entity ruler, ...), e.g. one trained with configs/ner_default.cfg, or "
+            "--ner shipped.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

@@ -76,3 +76,14 @@ def test_every_internal_link_resolves(page):
         elif anchor and destination.suffix == ".md" and anchor not in anchors(destination):
             broken.append(f"{where} (no such heading)")
     assert not broken, "\n".join(broken)
+
+
+def test_the_readmes_what_to_expect_table_is_the_result_files():
+    """README.md's "What to expect" table is the one `python -m bench expect-table`
+    writes from the committed result files: a number changed by hand, or a result
+    file rerun without the table, fails here."""
+    from bench.expect import readme_block, table
+
+    block = readme_block((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert block, "README.md lost its What to expect block"
+    assert block == table(ROOT), "run: python -m bench expect-table"

@@ -76,6 +76,14 @@ def test_train_evaluate_package_doors(tmp_path, tiny_bert_dir):
     assert "Datastore of" in first.stdout and "grown to" in first.stdout, first.stdout
     again = project_run(project, "train", *common, env=tiny)  # nothing changed: all skipped
     assert again.stdout.count("Skipping") == 4, again.stdout
+    # plain text in: the shipped NER before the final linker, nothing trained again
+    text = project_run(project, "train-text", *common, env=tiny)
+    assert text.stdout.count("Skipping") == 4 and "add-ner" in text.stdout, text.stdout
+    from spacy_bioel.pipeline.loading import load_pipeline
+
+    nlp = load_pipeline(project / "training" / "ncbi" / "text" / "model-final")
+    assert nlp.pipe_names == ["tok2vec", "ner", "bioel_mention_consistency", "bioel_linker"]
+    assert [e.text for e in nlp("A woman with breast cancer.").ents] == ["breast cancer"]
     project_run(project, "evaluate", *common, env=tiny)
     report = srsly.read_json(project / "metrics" / "ncbi" / "linker.json")
     assert report["n"] == 2 and 0 <= report["acc@1"] <= 1
@@ -133,4 +141,4 @@ def test_every_project_command_names_a_registered_command():
     assert not missing, missing
     assert not known["spacy_bioel"] & {"table", "seeds-table", "ablate", "benchmark", "reliability",
                                        "side-by-side", "pretrain-table", "compare", "biofeg"}
-    assert len([c for c in known["spacy_bioel"] if " " not in c]) <= 18  # help fits one screen (18 with ner-onnx)
+    assert len([c for c in known["spacy_bioel"] if " " not in c]) <= 19  # help fits one screen (19 with add-ner)

@@ -38,8 +38,12 @@ def one_label(nlp, finders: List[str]) -> Optional[str]:
 
 
 def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int = 0,
-                 label: Optional[str] = None) -> Dict[str, Any]:
+                 label: Optional[str] = None, ner: Optional[str] = None) -> Dict[str, Any]:
+    """The report of `e2e`; with `ner` ('shipped' or a trained NER pipeline), that
+    NER is put before the pipeline's linker in memory, as `add-ner` saves it, and
+    the report's seed is the NER's."""
     from spacy_bioel.errors import BioELError, Errors
+    from spacy_bioel.pipeline.embedded_default import load_ner_source, with_ner
     from spacy_bioel.pipeline.loading import find_linker, load_pipeline, mention_finders, \
         upstream_annotated
     from spacy_bioel.training.readers import gold_spans_doc
@@ -49,6 +53,11 @@ def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int
 
     nlp = load_pipeline(pipeline)
     linker = find_linker(nlp)
+    seed = nlp.config.interpolate()["training"].get("seed")
+    if ner:
+        source = load_ner_source(ner, nlp.vocab)
+        seed = source.config.interpolate()["training"].get("seed")
+        nlp = with_ner(nlp, source, linker.name)
     finders = mention_finders(nlp, linker)
     if not finders:
         raise BioELError(Errors.E198.format(text=str(pipeline), why=(
@@ -70,8 +79,8 @@ def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int
     total = sum(seconds.values())
     ner_seconds = sum(seconds[n] for n in nlp.pipe_names[:nlp.pipe_names.index(linker.name)])
     return {
-        "pipeline": str(pipeline), "data": str(data), "documents": len(gold_docs),
-        "label": label, "seed": nlp.config.interpolate()["training"].get("seed"),
+        "pipeline": str(pipeline), "ner": ner, "data": str(data), "documents": len(gold_docs),
+        "label": label, "seed": seed,
         "end_to_end": e2e.scores(end_to_end, n_bootstrap),
         "document_errors": e2e.total_document_errors(end_to_end),
         "gold_spans": e2e.scores(gold_spans, n_bootstrap),
@@ -86,7 +95,8 @@ def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int
 
 def markdown(report: Dict[str, Any], title: str) -> str:
     lines = [f"# {title}", "", f"{report['documents']} documents of {report['data']}; pipeline "
-             f"{report['pipeline']}; 95% intervals from {report['bootstrap']} bootstrap resamples "
+             f"{report['pipeline']}" + (f" with the NER {report['ner']} before its linker"
+                                        if report.get("ner") else "") + "; 95% intervals from {report['bootstrap']} bootstrap resamples "
              "of the documents." + (f" Every mention, gold and predicted, is scored as one label "
                                     f"({report['label']})." if report.get("label") else ""), "",
              "| spans | measure | P | R | F1 | F1 95% CI |", "|---|---|---:|---:|---:|---|"]
@@ -123,6 +133,9 @@ def e2e_command(
     label: Optional[str] = typer.Option(None, "--label", help=(
         "Score every mention, gold and predicted, as this one label (strict NER then matches "
         "spans only); default: the NER's label when it has exactly one, else the corpus's labels")),
+    ner: Optional[str] = typer.Option(None, "--ner", help=(
+        "Put this NER before PIPELINE's linker first, as `add-ner` does: 'shipped' or a trained "
+        "NER pipeline (PIPELINE may then be a linker without an NER)")),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """Raw text in, linked concepts out: NER strict P/R/F1, mention-level linking
@@ -131,12 +144,54 @@ def e2e_command(
     on the gold spans beside them; docs/s and the share of time in the NER and
     the linker."""
     setup_logging(verbose)
-    report = evaluate_e2e(pipeline, data, n_bootstrap, limit, label)
+    report = evaluate_e2e(pipeline, data, n_bootstrap, limit, label, ner)
     write_json(output, report)
     output.with_suffix(".md").write_text(markdown(report, title), encoding="utf-8")
     for spans in ("end_to_end", "gold_spans"):
         typer.echo(f"{spans}: " + ", ".join(f"{m} F1 {100 * report[spans][m]['f']:.1f}"
                                              for m in report[spans]))
+
+
+@app.command("e2e-threshold")
+def e2e_threshold_command(
+    pipeline: Path = typer.Argument(..., help="A tuned linker's pipeline (with --ner: one without an NER)"),
+    data: Path = typer.Argument(..., help="Dev documents (.spacy): their raw text is read"),
+    ner: List[str] = typer.Option([], "--ner", help="An NER put before the linker, as `add-ner` does; repeatable (one row each)"),
+    thresholds: List[float] = typer.Option([0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95], "--threshold"),
+    output: Path = typer.Option(..., "--output", help="JSON report"),
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+) -> None:
+    """Issue 73, the linker's score in the document's concepts, on dev: the pipeline
+    reads the raw text once; a mention linked with a calibrated probability under t
+    counts as NIL; document-level P/R/F1 for each t (the pipeline's own NIL rule
+    still applies below it)."""
+    from spacy_bioel.pipeline.embedded_default import load_ner_source, with_ner
+    from spacy_bioel.pipeline.loading import find_linker, load_pipeline
+    from spacy_bioel.pipeline.mentions import mention_spans
+
+    from .. import e2e
+    from ._app import read_docs
+
+    setup_logging(verbose)
+    report: Dict[str, Any] = {"pipeline": str(pipeline), "data": str(data), "rows": {}}
+    for source in ner or [None]:
+        nlp = load_pipeline(pipeline)
+        linker = find_linker(nlp)
+        if source:
+            nlp = with_ner(nlp, load_ner_source(source, nlp.vocab), linker.name)
+        gold = read_docs([data])
+        docs = list(nlp.pipe(d.text for d in gold))
+        label = one_label(nlp, nlp.pipe_names[:nlp.pipe_names.index(linker.name)])
+        row = {}
+        for t in thresholds:
+            results = [e2e.gold_result(g, {(s.start_char, s.end_char, label or s.label_): (
+                s.kb_id_ if s.kb_id_ and (s._.kb_prob or 0.0) >= t else e2e.NIL)
+                for s in mention_spans(d, linker.cfg["spans_key"])}, label) for g, d in zip(gold, docs)]
+            row[str(t)] = {k: round(v, 4) for k, v in e2e.scores(results, 0)["documents"].items()
+                           if k in ("p", "r", "f")}
+        report["rows"][source or str(pipeline)] = row
+        typer.echo(f"{source or pipeline}: " + ", ".join(f"t={t}: F1 {100 * v['f']:.2f}" for t, v in row.items()))
+    write_json(output, report)
 
 
 @app.command("out-of-the-box")

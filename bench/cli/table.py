@@ -96,3 +96,23 @@ def learning_curve(
     summary = summarize(pairs, score, steps)
     plot(summary, output.with_suffix(".png"))
     write_report(output, summary, markdown(summary))
+
+
+@app.command("expect-table")
+def expect_table_command(
+    readme: Path = typer.Option(Path("README.md"), "--readme", help="The README whose What to expect block is written"),
+    check: bool = typer.Option(False, "--check", help="Only check that the block is the one the files give (exit 1 if not)"),
+) -> None:
+    """The README's "What to expect" table (issue 75), from the result files of
+    the benchmark and accuracy commands (`bench.expect.SOURCES`)."""
+    from ..expect import readme_block, table, write_readme
+
+    root = readme.resolve().parent
+    if check:
+        if readme_block(readme.read_text(encoding="utf-8")) != table(root):
+            typer.echo(f"{readme}: the What to expect table is not the one the result files give; "
+                       "run python -m bench expect-table")
+            raise typer.Exit(1)
+        typer.echo(f"{readme}: up to date")
+        return
+    typer.echo(f"{readme}: {'written' if write_readme(readme, root) else 'already up to date'}")

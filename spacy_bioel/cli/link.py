@@ -57,8 +57,8 @@ def link(
     if not spans and linker in ("exact", "tfidf"):
         raise BioELError(Errors.E198.format(text=preview(text), why=(
             f"no [bracketed] mention, and the {linker} baseline has no NER to find them")))
-    kb = KnowledgeBase.from_disk(kb_path)
     if linker in ("exact", "tfidf"):
+        kb = KnowledgeBase.from_disk(kb_path)
         doc = bracketed_doc(spacy.blank("en"), text, label)
         if linker == "exact":
             from ..index.exact import ExactMatchCandidates
@@ -75,11 +75,11 @@ def link(
             from ..pipeline.loading import load_pipeline
 
             pipeline = load_pipeline(linker)  # a folder or an installed package
-            kb = find_linker(pipeline).kb
         else:
             from ..pipeline.embedded_default import default_pipeline
 
-            pipeline = default_pipeline(kb, encoder)
+            pipeline = default_pipeline(kb_path, encoder)  # the KB file is read whole only to build
+        kb = find_linker(pipeline).kb
         from ..pipeline.text import link_text
 
         if id_space:

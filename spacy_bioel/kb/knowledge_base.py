@@ -318,6 +318,30 @@ class KnowledgeBase:
 
         return hashlib.sha256(self._packed()).hexdigest()
 
+    @staticmethod
+    def file_digest(path: Union[str, Path]) -> str:
+        """`digest()` of the KB in a file (or an embedded KB's handle) without building
+        it: the SHA-256 of its inflated payload, which `to_bytes` wrote from `_packed`,
+        so equal to the loaded KB's digest (a file written otherwise only gives another
+        key). Raises E004, E005 and E013 as `from_disk` does for the header and body."""
+        import hashlib
+
+        from .handles import resolve_kb_path
+        from .io import check_file
+
+        path = check_file(resolve_kb_path(path))
+        data = path.read_bytes()
+        if not data.startswith(KB_MAGIC):
+            raise BioELError(Errors.E004.format(path=path))
+        version = int.from_bytes(data[len(KB_MAGIC):len(KB_MAGIC) + 2], "little")
+        if version != KB_FORMAT_VERSION:
+            raise BioELError(Errors.E005.format(path=path, found=version,
+                                                expected=KB_FORMAT_VERSION))
+        try:
+            return hashlib.sha256(_inflate(data[len(KB_MAGIC) + 2:])).hexdigest()
+        except (zlib.error, ValueError) as err:
+            raise BioELError(Errors.E013.format(path=path, problem=f"{type(err).__name__}: {err}"))
+
     def _packed(self) -> bytes:
         """The msgpack payload of `to_bytes`."""
         concepts = list(self._concepts.values())

@@ -42,7 +42,7 @@ from spacy.language import Language
 
 from ..about import __version__
 from ..encoders.common import DEFAULT_ENCODER, resolve_model_path
-from ..errors import BioELError, BioELWarning, Warnings, warn
+from ..errors import BioELError, BioELWarning, Errors, Warnings, warn
 from ..index.name_index import AUTO_CACHE, cache_folder
 from ..kb.knowledge_base import KnowledgeBase
 from .. import assets
@@ -75,10 +75,11 @@ def has_onnx() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
 
 
-def pipeline_key(kb: KnowledgeBase, encoder: str, ner: bool = True) -> Optional[str]:
-    """The cache key of the default pipeline on `kb` and `encoder` (with the
-    shipped NER: its files' checksums too; on the shipped tower: its files'), or
-    None when the encoder is neither the shipped tower's nor a local folder."""
+def pipeline_key(kb: Union[KnowledgeBase, str, Path], encoder: str, ner: bool = True) -> Optional[str]:
+    """The cache key of the default pipeline on `kb` (a KnowledgeBase, or a KB file
+    or handle, digested without building it) and `encoder` (with the shipped NER:
+    its files' checksums too; on the shipped tower: its files'), or None when the
+    encoder is neither the shipped tower's nor a local folder."""
     digest = hashlib.sha256()
     digest.update(f"{__version__}\n{CACHE_LAYOUT}\n{encoder}\n".encode("utf-8"))
     if ner:
@@ -94,7 +95,8 @@ def pipeline_key(kb: KnowledgeBase, encoder: str, ner: bool = True) -> Optional[
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):
             stat = path.stat()
             digest.update(f"{path.relative_to(folder)}\t{stat.st_size}\t{stat.st_mtime_ns}\n".encode())
-    digest.update(kb.digest().encode())
+    kb_digest = kb.digest() if isinstance(kb, KnowledgeBase) else KnowledgeBase.file_digest(kb)
+    digest.update(kb_digest.encode())
     return digest.hexdigest()[:24]
 
 
@@ -116,12 +118,10 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
         >>> nlp = default_pipeline()  # the first call builds, later ones load
         >>> [(e.text, e.kb_id_, e._.kb_prob) for e in nlp("Carriers of FAP develop colon cancer.").ents]
     """
-    if not isinstance(kb, KnowledgeBase):
-        kb = KnowledgeBase.from_disk(kb)
-    key = pipeline_key(kb, encoder, ner)
+    key = pipeline_key(kb, encoder, ner)  # a KB file is read whole only to build
     root = cache_folder(cache, "pipelines") if key is not None else None
     if key is None or root is None:
-        return _build(kb, encoder, fast_config(), ner)
+        return _build(_kb(kb), encoder, fast_config(), ner)
     folder = Path(root) / key
     if folder.is_dir():
         marker = read_marker(folder)
@@ -131,7 +131,7 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
                 f"it is not the cache entry {key} (its {MARKER} names "
                 f"{'another key' if marker else 'none'}); it is left as it is, and the pipeline "
                 "is built in memory")))
-            return _build(kb, encoder, fast_config(), ner)
+            return _build(_kb(kb), encoder, fast_config(), ner)
         try:
             with warnings.catch_warnings():  # an edited config in our own entry is damage
                 warnings.filterwarnings("error", message=r"\[W018\]", category=BioELWarning)
@@ -145,11 +145,16 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
     removed = remove_stale_partials(Path(root), f".{key}.", ".partial", ENTRY)
     if removed:
         logger.info("Removed %d unfinished build(s) of %s left by a killed process", removed, key)
+    kb = _kb(kb)
     logger.info("Building the default pipeline on %s (%d concepts); it is saved in %s for the "
                 "next call", encoder, len(kb), folder)
     nlp = _build(kb, encoder, fast_config(), ner)
     _save(nlp, folder, key)
     return nlp
+
+
+def _kb(kb: Union[KnowledgeBase, str, Path]) -> KnowledgeBase:
+    return kb if isinstance(kb, KnowledgeBase) else KnowledgeBase.from_disk(kb)
 
 
 def _build(kb: KnowledgeBase, encoder: str, config: Dict[str, Any], ner: bool) -> Language:
@@ -179,21 +184,64 @@ def with_shipped_ner(nlp: Language, linker: str = "bioel_linker") -> Language:
 
 
 def with_ner(nlp: Language, source: Language, linker: str = "bioel_linker") -> Language:
-    """`nlp` with `source`'s `tok2vec` and `ner` (another trained NER, e.g. one
-    converted by `ner-onnx`, loaded with `nlp.vocab`) sourced before `linker`, and
-    the document consistency the shipped NER gets between them. When `source`
-    reads a transformer in context, `nlp.pipe` batches at most its
-    `source.batch_size` documents: such an NER holds a batch's token vectors at
-    once (1,000 BC5CDR abstracts peaked at 1.4 GB)."""
+    """`nlp` with every component of `source` (another trained NER pipeline, e.g.
+    the shipped one or one converted by `ner-onnx`, loaded with `nlp.vocab`) sourced
+    before `linker`, in `source`'s order and under its names (so a component that
+    listens to its `tok2vec` still finds it), and the document consistency the
+    shipped NER gets after them. E259 when `nlp` already finds mentions before
+    `linker` or already has a component of one of those names; E260 when `source`
+    writes no entities. When `source` reads a transformer in context, `nlp.pipe`
+    batches at most its `source.batch_size` documents: such an NER holds a batch's
+    token vectors at once (1,000 BC5CDR abstracts peaked at 1.4 GB)."""
     from ..ner.onnx_tokens import CONTEXT_LAYERS
 
+    check_ner_source(nlp, source, linker)
     if any(node.name in CONTEXT_LAYERS for _, pipe in source.pipeline
            for node in getattr(getattr(pipe, "model", None), "walk", lambda: [])()):
         nlp.batch_size = min(nlp.batch_size, source.batch_size)
-    for name in ("tok2vec", "ner"):
+    for name in source.pipe_names:
         nlp.add_pipe(name, source=source, before=linker)
-    nlp.add_pipe(CONSISTENCY, before=linker)
+    if CONSISTENCY not in nlp.pipe_names:
+        nlp.add_pipe(CONSISTENCY, before=linker)
     return nlp
+
+
+def check_ner_source(nlp: Language, source: Language, linker: str = "bioel_linker") -> None:
+    """E259 when `nlp` already finds the mentions `linker` links, or already has a
+    component named as one of `source`'s; E260 when no component of `source`
+    writes its mentions where `linker` reads them."""
+    from .loading import ANY_GROUP, find_linker, mention_finders, mention_targets
+
+    component = find_linker(nlp, linker)
+    finders = mention_finders(nlp, component)
+    clash = sorted(set(source.pipe_names) & set(nlp.pipe_names))
+    if finders or clash:
+        raise BioELError(Errors.E259.format(linker=linker, problem=(
+            f"it already finds its mentions with {', '.join(map(repr, finders))}" if finders else
+            f"it already has components named {', '.join(map(repr, clash))}")))
+    key = component.cfg["spans_key"]
+    if not any(target == key or (key is not None and target == ANY_GROUP)
+               for name in source.pipe_names for target in mention_targets(source, name)):
+        raise BioELError(Errors.E260.format(
+            names=source.pipe_names, linker=linker,
+            reads="doc.ents" if key is None else f"doc.spans[{key!r}]"))
+
+
+def load_ner_source(ner: str, vocab: Any) -> Language:
+    """The NER pipeline `add-ner` puts before a linker: 'shipped' (the package's
+    disease NER, checked against its manifest), or a trained pipeline's folder or
+    installed package name, loaded with `vocab` (E247 when it is neither)."""
+    import spacy
+
+    from ..files import check_tree
+    from .loading import locate_pipeline
+
+    if ner == "shipped":
+        return shipped.load_ner(vocab=vocab)
+    locate_pipeline(ner)
+    if Path(ner).is_dir():
+        check_tree(ner)
+    return spacy.load(ner, vocab=vocab)
 
 
 # a cache entry's marker names it (`outputs.MARKER`, command ENTRY, its key); an unfinished
@@ -223,4 +271,4 @@ def _save(nlp: Language, folder: Path, key: str) -> None:
 
 
 __all__ = ["default_pipeline", "fast_config", "has_onnx", "pipeline_key",
-           "with_ner", "with_shipped_ner"]
+           "check_ner_source", "load_ner_source", "with_ner", "with_shipped_ner"]

@@ -190,3 +190,29 @@ def test_an_id_no_gold_field_or_column_can_hold_is_refused(concept_id, what):
     assert err.value.code == "E250" and "kb.tsv, line 3" in str(err.value) and what in str(err.value)
     with pytest.raises(KBFormatError, match="E250"):
         kb.add(Concept("D3", "asthma", alt_ids=(concept_id,)))
+
+
+def test_a_kb_files_digest_without_building_it(tmp_path):
+    """`file_digest` (the default pipeline's cache key, read without building the
+    KB) equals the loaded KB's `digest`, with and without cross-references, for an
+    embedded KB too; a file that is no KB or is cut short keeps its coded error."""
+    from spacy_bioel.errors import BioELError
+
+    kb = KnowledgeBase(name="toy")
+    kb.add(Concept("D1", "colon cancer", synonyms=("CRC",)))
+    kb.to_disk(tmp_path / "plain.bioelkb")
+    assert KnowledgeBase.file_digest(tmp_path / "plain.bioelkb") == kb.digest()
+    kb.add(Concept("D2", "asthma", xrefs=("UMLS:C0004096",)))
+    kb.to_disk(tmp_path / "xrefs.bioelkb")
+    assert KnowledgeBase.file_digest(tmp_path / "xrefs.bioelkb") == kb.digest() != \
+        KnowledgeBase.file_digest(tmp_path / "plain.bioelkb")
+    assert KnowledgeBase.file_digest("embedded:doid") == KnowledgeBase.from_disk("embedded:doid").digest()
+    (tmp_path / "not.bioelkb").write_text("D1\tcolon cancer\n")
+    with pytest.raises(BioELError) as err:
+        KnowledgeBase.file_digest(tmp_path / "not.bioelkb")
+    assert err.value.code == "E004"
+    data = (tmp_path / "xrefs.bioelkb").read_bytes()
+    (tmp_path / "cut.bioelkb").write_bytes(data[:len(data) // 2])
+    with pytest.raises(BioELError) as err:
+        KnowledgeBase.file_digest(tmp_path / "cut.bioelkb")
+    assert err.value.code == "E013"

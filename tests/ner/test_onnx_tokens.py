@@ -151,15 +151,16 @@ def test_onnx_config_swaps_the_pytorch_block():
     assert config["components"]["tok2vec"]["model"]["embed"]["embed"] == block
 
 
-def test_a_pipeline_given_an_in_context_ner_batches_what_it_batches(tiny_bert_dir):
+def test_a_pipeline_given_an_in_context_ner_batches_what_it_batches(tiny_bert_dir, tmp_path):
     """`with_ner`: an NER reading a transformer holds a batch's token vectors at
     once, so the pipeline takes its (smaller) batch size; another NER leaves it."""
     from spacy_bioel.pipeline.embedded_default import with_ner
+    from tests.utils import save_linker_pipeline
+
+    save_linker_pipeline(tmp_path / "linker", tiny_bert_dir, [("D1", "colon cancer")])
 
     def linker_only():
-        nlp = spacy.blank("en")
-        nlp.add_pipe("sentencizer", name="bioel_linker")  # stands in for the linker
-        return nlp
+        return spacy.load(tmp_path / "linker")
 
     context = trained_context_ner(tiny_bert_dir, steps=1)
     context.batch_size = 16

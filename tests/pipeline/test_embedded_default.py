@@ -61,6 +61,8 @@ def test_key_follows_kb_and_encoder_files(tiny_bert_dir, tmp_path):
     key = pipeline_key(toy_kb(), str(tiny_bert_dir))
     assert key == pipeline_key(toy_kb(), str(tiny_bert_dir))
     assert key != pipeline_key(toy_kb(extra=True), str(tiny_bert_dir))
+    toy_kb().to_disk(tmp_path / "toy.bioelkb")  # a KB file: the same key, read without building it
+    assert pipeline_key(tmp_path / "toy.bioelkb", str(tiny_bert_dir)) == key
     copy = tmp_path / "encoder"
     shutil.copytree(tiny_bert_dir, copy)
     before = pipeline_key(toy_kb(), str(copy))

@@ -48,6 +48,10 @@ def trained(tiny_bert_dir, tmp_path_factory):
          "--training.batcher.size.start", "50", "--training.batcher.size.stop", "50"],
         capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
+    ner_only = spacy.load(folder / "out" / "model-best")
+    for name in ("bioel_mention_consistency", "bioel_linker"):
+        ner_only.remove_pipe(name)
+    ner_only.to_disk(folder / "ner_only")  # its tok2vec and ner alone
     return folder
 
 
@@ -90,6 +94,31 @@ def test_end_to_end_harness_on_it(trained, tmp_path):
     assert 0 < report["speed"]["share_ner"] < 1 and 0 < report["speed"]["share_linker"] < 1
     assert "| NER | NER strict |" in output.with_suffix(".md").read_text()
     assert report["label"] == "Disease"  # the NER's one label (spacy-bioel.one_label.v1)
+
+
+def test_the_harness_puts_an_ner_before_a_linker_alone(trained, tmp_path):
+    """`bench e2e LINKER DATA --ner NER` reads raw text with NER's components before
+    a pipeline that has only a linker (as `add-ner` saves it); `e2e-threshold`
+    scores the documents' concepts for each probability bound: a higher bound
+    never finds more concepts."""
+    from bench.cli._app import main
+
+    output = tmp_path / "e2e.json"
+    for args in (["e2e", str(trained / "linker"), str(trained / "dev.spacy"), "--ner",
+                  str(trained / "ner_only"), "--output", str(output), "--bootstrap", "0"],
+                 ["e2e-threshold", str(trained / "linker"), str(trained / "dev.spacy"), "--ner",
+                  str(trained / "ner_only"), "--threshold", "0", "--threshold", "0.99",
+                  "--output", str(tmp_path / "threshold.json")]):
+        try:
+            main(args)
+        except SystemExit as stop:
+            assert stop.code in (0, None)
+    report = json.loads(output.read_text())
+    assert report["ner"] == str(trained / "ner_only") and report["documents"] == 12
+    assert report["end_to_end"]["ner"]["f"] == 1.0
+    rows = json.loads((tmp_path / "threshold.json").read_text())["rows"][str(trained / "ner_only")]
+    assert rows["0.0"]["f"] == report["end_to_end"]["documents"]["f"]
+    assert rows["0.99"]["r"] <= rows["0.0"]["r"]
 
 
 def _page(pipeline, text):

@@ -1,0 +1,117 @@
+"""The README's "What to expect" table (issue 75): one row per pipeline a user
+gets, its accuracy, speed and memory, read from the benchmark and result files
+the project commands write (never typed in by hand). `python -m bench
+expect-table` writes it into README.md between the markers; a test checks that
+the README's table is the one these files give."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List
+
+BEGIN = "<!-- what-to-expect: written by `python -m bench expect-table` from the result files -->"
+END = "<!-- /what-to-expect -->"
+
+# the files each row reads, relative to the repository root
+SOURCES = {
+    "default": "results/out_of_the_box/out_of_the_box.json",
+    "add_pipe_ncbi": "results/benchmark/defaults_ncbi_x1.json",
+    "add_pipe_natural": "results/benchmark/defaults_natural.json",
+    "train_ncbi": "results/accuracy/final_fit/ncbi_seeds.json",
+    "train_bc5cdr": "results/accuracy/final_fit/bc5cdr_seeds.json",
+    "text_ncbi": "results/e2e/text_pipeline/ncbi_test_seeds.json",
+    "text_bc5cdr": "results/e2e/text_pipeline/bc5cdr_test_seeds.json",
+    "text_speed_ncbi": "results/e2e/text_pipeline/ncbi_text_e2e.json",
+    "text_speed_bc5cdr": "results/e2e/text_pipeline/bc5cdr_text_e2e.json",
+}
+TEXT_NER = "MiniLM 3 layers in context, joint"  # the text pipeline's NER in text-ner-table
+
+
+def _load(root: Path) -> Dict[str, Any]:
+    return {key: json.loads((root / path).read_text(encoding="utf-8")) for key, path in SOURCES.items()}
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+def _seeds(report: Dict[str, Any], system: str, metric: str) -> str:
+    row = next(r for r in report["rows"] if r["system"] == system)
+    return f"{_pct(row[metric]['mean'])} ± {_pct(row[metric]['std'])}"
+
+
+def _summary(report: Dict[str, Any], system: str) -> Dict[str, Any]:
+    return next(r for r in report["summary"] if r["system"] == system)
+
+
+def rows(root: Path) -> List[List[str]]:
+    """[what you run, what it reads, accuracy, speed, memory] per pipeline."""
+    f = _load(root)
+    default = f["default"]
+    ncbi, bc5 = default["corpora"]["ncbi"], default["corpora"]["bc5cdr"]
+    later = [c for calls in default["link_calls"]["installs"].values() for c in calls[1:]]
+    ours = {k: _summary(f[f"add_pipe_{k}"], "default, base install") for k in ("ncbi", "natural")}
+    theirs = {k: _summary(f[f"add_pipe_{k}"], "scispaCy linker") for k in ("ncbi", "natural")}
+    speed = {k: ours[k]["mentions_per_s_median"] for k in ours}
+    ratio = {k: speed[k] / theirs[k]["mentions_per_s_median"] for k in ours}
+    return [
+        ["`python -m spacy_bioel link TEXT`, `spacy_bioel.default_pipeline()`: the shipped NER, "
+         "the untrained linker, the embedded DOID", "plain text",
+         f"NER F1 {_pct(ncbi['default']['ner']['f'])} / {_pct(bc5['default']['ner']['f'])}; "
+         f"document F1 in MeSH {_pct(ncbi['default']['documents']['f'])} / "
+         f"{_pct(bc5['default']['documents']['f'])}",
+         f"{ncbi['docs_per_s']:.1f} / {bc5['docs_per_s']:.1f} docs/s; a later `link` "
+         f"{min(c['seconds'] for c in later):.1f} s",
+         f"{max(c['peak_rss_mb'] for c in later):.0f} MB (`link`)"],
+        ['`nlp.add_pipe("bioel_linker")` (`configs/linker_cpu.cfg`, untrained) over MEDIC, base '
+         "install", "mentions you give",
+         f"Acc@1 {_pct(ours['ncbi']['acc@1'])} on NCBI (scispaCy {_pct(theirs['ncbi']['acc@1'])})",
+         f"{speed['ncbi']:,.0f} mentions/s, {ratio['ncbi']:.2f}x scispaCy's; distinct abstracts "
+         f"{speed['natural']:,.0f}, {ratio['natural']:.2f}x",
+         f"{ours['ncbi']['peak_rss_mb']:.0f} MB (scispaCy {theirs['ncbi']['peak_rss_mb']:.0f})"],
+        ["`spacy project run train`: that linker trained, tuned and final, 3 seeds",
+         "mentions you give",
+         f"Acc@1 {_seeds(f['train_ncbi'], 'final', 'Acc@1')} / "
+         f"{_seeds(f['train_bc5cdr'], 'final', 'Acc@1')}", "as above", "as above"],
+        ["`spacy project run train-text`: the shipped NER before the trained linker, 3 seeds of "
+         "the NER", "plain text",
+         f"NER F1 {_seeds(f['text_ncbi'], TEXT_NER, 'NER F1')} / "
+         f"{_seeds(f['text_bc5cdr'], TEXT_NER, 'NER F1')}; document F1 "
+         f"{_seeds(f['text_ncbi'], TEXT_NER, 'document F1')} / "
+         f"{_seeds(f['text_bc5cdr'], TEXT_NER, 'document F1')}",
+         f"{f['text_speed_ncbi']['speed']['docs_per_s']:.1f} / "
+         f"{f['text_speed_bc5cdr']['speed']['docs_per_s']:.1f} docs/s", "not measured"],
+    ]
+
+
+def table(root: Path) -> str:
+    """The block written into the README, markers included."""
+    cpu = _summary(_load(root)["add_pipe_ncbi"], "default, base install")["where"]["cpu"]
+    lines = [BEGIN, "", "| what you run | reads | accuracy, test (NCBI / BC5CDR) | speed | memory, peak |",
+             "|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows(root)]
+    lines += ["", f"Measured on {cpu}; files: " + ", ".join(f"`{p}`" for p in SOURCES.values()) + ".",
+              "", END]
+    return "\n".join(lines)
+
+
+def readme_block(readme: str) -> str:
+    """The README's block between the markers (markers included); '' when absent."""
+    if BEGIN not in readme or END not in readme:
+        return ""
+    return readme[readme.index(BEGIN):readme.index(END) + len(END)]
+
+
+def write_readme(readme_path: Path, root: Path) -> bool:
+    """Replace the README's block with the table the files give. RETURNS whether it changed."""
+    readme = readme_path.read_text(encoding="utf-8")
+    old, new = readme_block(readme), table(root)
+    if not old:
+        raise ValueError(f"{readme_path} has no '{BEGIN}' ... '{END}' block")
+    if old == new:
+        return False
+    readme_path.write_text(readme.replace(old, new), encoding="utf-8")
+    return True
+
+
+__all__ = ["BEGIN", "END", "SOURCES", "rows", "table", "readme_block", "write_readme"]
