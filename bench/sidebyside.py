@@ -69,6 +69,41 @@ def parse_system(spec: str) -> System:
     return System(label, "bioel", python or sys.executable, pipeline=path)
 
 
+def check_same_code(system: System, timeout: float = 120) -> None:
+    """E181 when `system` runs in another environment whose installed spacy_bioel is
+    not this checkout's (a base install built before the last change would time
+    other code): every .py file of the package is compared."""
+    import hashlib
+    import tempfile
+
+    import spacy_bioel
+
+    if system.kind != "bioel" or os.path.abspath(system.python) == os.path.abspath(sys.executable):
+        return
+    probe = "import spacy_bioel, os; print(os.path.dirname(spacy_bioel.__file__))"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    with tempfile.TemporaryDirectory() as neutral:  # not this checkout's folder on sys.path
+        python = os.path.abspath(system.python) if os.sep in system.python else system.python
+        done = subprocess.run([python, "-c", probe], capture_output=True, text=True,
+                              timeout=timeout, env=env, cwd=neutral)
+    command = f"{system.python} (import spacy_bioel)"
+    if done.returncode != 0:
+        raise BioELError(Errors.E181.format(command=command, problem=done.stderr[-800:]))
+
+    def digests(folder: Path) -> Dict[str, str]:
+        return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(folder.rglob("*.py")) if "__pycache__" not in p.parts}
+
+    theirs = digests(Path(done.stdout.strip().splitlines()[-1]))
+    ours = digests(Path(spacy_bioel.__file__).parent)
+    differ = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+    if differ:
+        raise BioELError(Errors.E181.format(command=command, problem=(
+            f"its spacy_bioel ({done.stdout.strip()}) is not this checkout's: {len(differ)} of "
+            f"{len(ours)} source files differ ({', '.join(differ[:3])}); install this checkout "
+            "there again (spacy project run deploy-venv)")))
+
+
 def write_inputs(docs: Sequence[Doc], repeats: Sequence[int], folder: Path
                  ) -> Dict[int, Path]:
     """One DOCS.jsonl per input size: the docs repeated `r` times, each as its

@@ -1,9 +1,9 @@
 """The command line's first module (`python -m spacy_bioel`, the `spacy-bioel`
 script): before spaCy is imported it decides whether the process needs PyTorch.
 
-thinc imports PyTorch whenever it is installed, in every spaCy process: about
-1.5 s and 200 MB before the first line of work. The default pipeline's linker
-is served by an ONNX graph and its NER is a CNN, so `link` on the default
+thinc imports PyTorch whenever it is installed, in every spaCy process: a second
+and more, and memory, before the first line of work (docs/results/speed.md). The
+default pipeline's linker and NER are served by ONNX graphs, so `link` on the default
 pipeline uses none of it. For that command thinc is imported with PyTorch
 hidden from it; PyTorch itself stays importable, so anything that does need it
 later (a deferred module built from the base model) still imports it.

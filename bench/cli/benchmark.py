@@ -91,12 +91,14 @@ def side_by_side_command(
     median), peak RSS, Acc@1 and the ratios, as JSON and a markdown table."""
     setup_logging(verbose)
     from spacy_bioel.errors import BioELError, Errors
-    from ..sidebyside import SCISPACY, System, parse_system, side_by_side, summary_table
+    from ..sidebyside import SCISPACY, System, check_same_code, parse_system, side_by_side, summary_table
     from spacy_bioel.kb.knowledge_base import KnowledgeBase
     from spacy_bioel.kb.scispacy_jsonl import write_scispacy_jsonl
     from spacy_bioel.validation import as_int
 
     systems = [parse_system(spec) for spec in pipelines]
+    for system in systems:  # a stale install elsewhere would time other code
+        check_same_code(system)
     door_of = labelled(doors, "DOOR", "--door") if doors else {}
     unknown_doors = sorted(set(door_of) - {s.label for s in systems})
     if unknown_doors:

@@ -29,9 +29,7 @@ def distill(
     training the pipeline again drops the student (W015). Tune the output on dev
     afterwards (`tune`): its NIL calibration was fitted to the full tower.
 
-    On NCBI (MEDIC's names and the training mentions, 74k texts, layers 0,2,4,
-    3 epochs, about 35 minutes on 2 cores): ONNX encoding 2.04x faster, dev Acc@1
-    served 89.83 against 90.22 (docs/results/speed.md)."""
+    Faster encoding at some accuracy: docs/results/speed.md measures both."""
     from spacy.tokens import DocBin
 
     from ..encoders.distill import distill_mention_tower, mention_tower

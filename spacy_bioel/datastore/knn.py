@@ -26,8 +26,8 @@ from ..index.names import top_k
 from .interpolation import Scored
 
 # score cells per block of queries (`search`): the matrix, its negation and
-# argpartition's int64 indices take 16 bytes a cell, so about 4 MB at a time
-# (all 960 NCBI test mentions at once against 5,145 keys peaked 25 MB higher)
+# argpartition's int64 indices take 16 bytes a cell; a block bounds the peak memory
+# that all queries at once would take (docs/results/speed.md)
 SCORE_CELLS = 1 << 18
 
 
@@ -49,8 +49,8 @@ class DatastoreKNN:
     def __init__(self, dim: int) -> None:
         self.dim = dim
         # each distinct key once (first-seen order) and every entry's row there: a
-        # corpus repeats its mentions (NCBI train: 1,581 distinct keys of 5,145, so
-        # 2.4 MB instead of 7.9 and a third of the matmul); scores are the same
+        # corpus repeats its mentions, so the keys and the matmul shrink; scores are
+        # the same
         self._set(np.zeros((0, dim), dtype=np.float32), np.zeros(0, dtype=np.int64), [], None)
 
     def __len__(self) -> int:
@@ -180,8 +180,7 @@ class DatastoreKNN:
 def distinct_rows(keys: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """RETURNS: the distinct rows of (n, dim) `keys` in first-seen order, and
     each row's position among them ((n,) int64): `unique[rows]` equals `keys`.
-    Rows are compared by their bytes (a dict: 200,000 rows of 384 floats took
-    1.3 s on 2 busy cores, where sorting them took 10.7 s)."""
+    Rows are compared by their bytes, in a dict (faster than sorting them)."""
     keys = np.ascontiguousarray(keys)
     seen: Dict[bytes, int] = {}
     rows = np.fromiter((seen.setdefault(row.tobytes(), len(seen)) for row in keys),

@@ -39,7 +39,7 @@ EXTERNAL_FOLDER = "session.model_external_initializers_file_folder_path"
 PROBE_K = 64  # the probe's inner size: 255 x 127 x 64 exactly, or a saturated sum
 
 
-# `probe_graph()`'s bytes, shipped so that loading a pipeline does not import `onnx` (0.5 s);
+# `probe_graph()`'s bytes, shipped so that loading a pipeline does not import `onnx` (slow);
 # tests/encoders/test_int8_exact.py checks them against a fresh build
 PROBE_FILE = Path(__file__).resolve().parent.parent / "assets" / "u8s8_probe.onnx"
 

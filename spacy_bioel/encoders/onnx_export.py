@@ -8,9 +8,8 @@ used (E179 when it differs).
 
 int8 is ONNX Runtime's dynamic quantisation with per-channel int8 weights:
 'int8' quantises the MatMul weights (the word-embedding table stays float32),
-'int8-all' the embedding table too (a third of the file and about 30 MB less
-memory; NCBI dev Acc@1 705 float32, 706 'int8', 704 'int8-all' of 787; see the
-benchmark in docs/results/speed.md).
+'int8-all' the embedding table too (a smaller file and less memory at the
+same accuracy: docs/results/speed.md).
 
 The activations are quantised per token row (`scale_rows`), not with one scale
 per call as `quantize_dynamic` writes them: a text's embedding then does not
@@ -245,8 +244,8 @@ def save_split(data: bytes, graph: Path, weights: Path) -> None:
     and `weights` (every initializer of 1 KB or more, in ONNX's external-data
     layout, named by `graph` relative to its folder). ONNX Runtime then maps the
     weights from the file instead of parsing them out of the graph and copying
-    them: loading the int8 NCBI tower peaked at 2x the graph's size before
-    (docs/results/speed.md). Each file is replaced whole (weights first)."""
+    them, which doubled the peak memory of loading (docs/results/speed.md). Each
+    file is replaced whole (weights first)."""
     import onnx
     from onnx.external_data_helper import (convert_model_to_external_data,
                                            write_external_data_tensors)

@@ -63,11 +63,10 @@ def new_session(source: Union[bytes, str], threads: int = 0,
     $SPACY_BIOEL_CHILD_THREADS in a forked worker), idle threads not spinning
     (numpy's BLAS runs right after on the same cores). `initializers` (name ->
     OrtValue) replace the graph's own; such a session does not pre-pack them (a
-    second copy: 27 MB more peak RSS on MEDIC's names, no speed difference
-    measured). Its memory arena keeps the score buffers of a block of queries
-    for the next block: without it, where glibc's thresholds are static
-    (`allocator`), every block mapped and zeroed fresh pages (NCBI test x1:
-    1,483 against 1,660 mentions/s, for 9 MB less peak). On a CPU whose kernel
+    second copy, more memory for no speed). Its memory arena keeps the score
+    buffers of a block of queries for the next block: without it, where glibc's
+    thresholds are static (`allocator`), every block mapped and zeroed fresh
+    pages, slower for little memory (docs/results/speed.md). On a CPU whose kernel
     saturates uint8 x int8 products, the graph's shifted int8 matmuls are split
     into exact halves first (`int8_exact`). E178 without onnxruntime."""
     try:
@@ -87,8 +86,7 @@ def new_session(source: Union[bytes, str], threads: int = 0,
         options.add_session_config_entry("session.disable_prepacking", "1")
     if graph is not source and not isinstance(source, bytes):
         # the split graph's bytes name the weights of the file it was read from: mapped
-        # from there as before, not read whole (the untrained NCBI int8 tower: 99 against
-        # 140 MB peak; unsplit 94)
+        # from there as before, not read whole (a lower peak)
         options.add_session_config_entry(EXTERNAL_FOLDER, str(Path(source).resolve().parent))
         try:
             return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])

@@ -32,14 +32,14 @@ import numpy as np
 from ..errors import BioELError, Errors, Warnings, warn
 from ..files import PinnedFile, replace_file
 from ..validation import MAX_BATCH, MAX_THREADS, as_int
-from .allocator import static_thresholds
+from .allocator import freeze_loaded, static_thresholds
 from .common import length_buckets
 from .onnx_sessions import new_session, track
 from .threads import limit_threads
 
 # tokens per text of a full ONNX Runtime call (see `OnnxRuntime`): 32 texts of up to
-# 12 tokens run at once; 32 texts of 25 tokens (the longest) run 15 at a time, which kept
-# the arena 8 MB smaller on the natural benchmark corpus
+# 12 tokens run at once; longer texts run fewer at a time, which keeps ONNX Runtime's
+# arena smaller
 TOKENS_PER_TEXT = 12
 QUANTISED_GROUP = 8  # an int8 graph: texts tokenized together, batch_size times this, then called by length
 
@@ -104,8 +104,8 @@ class OnnxRuntime:
         MatMul weights) or 'int8-all' (the embedding table too: smallest).
     threads (int): Threads for inference (0: the libraries' defaults).
     batch_size (int): Texts per ONNX Runtime call (small batches pad less, and
-        ONNX Runtime's activation arena grows with them: 32 peaked 15 MB below
-        64 on NCBI test x1 at the same speed). A call holds at most
+        ONNX Runtime's activation arena grows with them: 32 is as fast as 64 for
+        less memory). A call holds at most
         `batch_size * TOKENS_PER_TEXT` tokens, padding included: a batch of
         long mentions is split, so the arena is sized for short ones. A
         quantised graph quantises each token row with its own scale
@@ -308,6 +308,7 @@ class OnnxRuntime:
             static_thresholds()  # loaded to predict: large blocks returned when freed
             self._session = self._open_session()
             self._tokenizer = tokenizer
+            freeze_loaded()  # the pipeline loaded so far: never traversed by the collector again
         return self
 
     def get_params(self) -> Dict[str, Any]:

@@ -28,7 +28,7 @@ class BatchTokenizer:
     backend (tokenizers.Tokenizer): The Rust tokenizer (copied, then configured).
     max_length (int): Tokens per text, special tokens included.
     copy (bool): False: configure `backend` itself (one nobody else holds, e.g.
-        just read from a file: a vocabulary of 30k tokens is about 9 MB resident).
+        just read from a file: a copy of a vocabulary holds megabytes).
     """
 
     def __init__(self, backend, max_length: int, copy: bool = True) -> None:

@@ -16,7 +16,8 @@ loaded from disk) and searches them in one of three ways:
   vectors), 'ivf_sq8' (inverted lists of 8-bit vectors) and 'ivfpq' propose
   names, which are then re-scored exactly from the stored embeddings; the pool
   grows until k distinct concepts are found. 'hnsw_sq8' and 'ivf_sq8' keep a
-  3M-name KB in about 1.2 GB (+ the graph), with the float16 embeddings on disk.
+  UMLS-size KB in memory as 8-bit vectors, with the float16 embeddings on disk
+  (docs/results/speed.md).
 
 Saving and loading: `store_io` (save_store, load_store, store_to_bytes, store_from_bytes).
 

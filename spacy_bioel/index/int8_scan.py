@@ -13,26 +13,17 @@ batch mentions differently, score it the same); ONNX Runtime's
 names' scales and `TopK` keeps the best names: one pass over 1 byte per
 dimension instead of a float32 matmul over every name, with no FAISS. (Until
 issue 46, `DynamicQuantizeMatMul` quantised a call's queries as one tensor, and
-a query's scores moved with its neighbours by up to 3e-3: 1 of 3,600 top-1
-names changed when the calls were shuffled, at the same speed; queries: MEDIC
-names with noise, docs/results/speed.md.) The names are held in blocks of
+a query's scores moved with its neighbours: docs/results/speed.md.) The names are held in blocks of
 `BLOCK_NAMES` (each block's (dim, size) matrix contiguous, so a block is a view
 of the saved file): each block is scanned on its own and the blocks' best names
-merged, so the score buffer holds a block's scores, not every name's: on
-MEDIC's 72,968 names, 64 queries a call take 6.3 MB, where 32 queries over
-every name took 9.3 MB, and the scan of 3,600 queries 1.01-1.05 s against
-1.06-1.09 s (blocks of 16,384 names: 4.2 MB, 1.16-1.21 s; of 36,864: 9.4 MB,
-0.94-0.97 s). The graph holds no weights (`assets/int8_scan.onnx`, built by
+merged, so the score buffer holds a block's scores, not every name's (the block
+size trades that memory against speed: docs/results/speed.md). The graph holds no weights (`assets/int8_scan.onnx`, built by
 `scan_graph`): a block's int8 names and scales are inputs of each call, handed
 over without a copy.
 
-On the natural corpus (MEDIC's 72,968 names, 3,600 mention queries, 2 CPU
-cores) the scan takes about 1 s against 2.9 s for the float32 matmul of the
-exact search; the exactly best name was among the 256 proposed for every
-query, and NCBI and BC5CDR dev predictions are identical to the exact
-search's. Without the re-scoring (`int8`) NCBI and BC5CDR dev Acc@1 and kb_id_
-accuracy are unchanged too; Acc@5 moves by up to 0.25 points
-(docs/results/speed.md).
+The scan is faster than the float32 matmul of the exact search, and dev
+predictions are the exact search's, with the re-scoring and without it
+(`int8`): docs/results/speed.md measures both.
 
 References:
     ONNX Runtime contrib ops, MatMulIntegerToFloat; Jacob et al., Quantization
@@ -49,7 +40,7 @@ import numpy as np
 from ..encoders.onnx_sessions import new_session, track
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
-QUANTIZE_ROWS = 1024  # names quantised this many at a time (no float32 copy; 8192 peaked 30 MB higher)
+QUANTIZE_ROWS = 1024  # names quantised this many at a time (no float32 copy; larger blocks peak higher)
 BLOCK_NAMES = 24576  # names per scanned block (the score buffer: queries x block x 4 bytes)
 QUERY_ZERO = 128  # a query's int8 values are passed as uint8 with this zero point (ONNX Runtime's u8 x s8 kernel)
 

@@ -64,7 +64,7 @@ def create_name_index_v2(index_type: str = "flat", backend: str = "auto",
     index_type: 'flat' (exact), 'int8' (every name scored in int8 by ONNX Runtime: no
     FAISS, the float vectors not read to search), 'flat_int8' (the same, the best
     names re-scored exactly from the float vectors), 'hnsw', 'hnsw_sq8', 'ivf_sq8' or 'ivfpq' (the
-    8-bit types hold a UMLS-size KB in about 1.2 GB); vectors_dtype: 'float32'
+    8-bit types hold a UMLS-size KB in memory); vectors_dtype: 'float32'
     or 'float16' (the stored embeddings; scores in float32); device: 'auto'
     (the encoder's), 'cpu' or 'cuda:N'; nprobe (IVF, default 32), ef_search
     (HNSW, default 128), hnsw_m (graph degree), ivf_lists (0: about 4 sqrt(n)).

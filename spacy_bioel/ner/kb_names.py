@@ -37,7 +37,7 @@ from ..kb.normalize import normalize_text
 
 N_FEATURES = 4
 SHORT = 4  # names of at most this many normalised characters match with their case
-MAX_CACHED = 4  # matchers kept (one per model; 25 MB for the 72,785 names of MEDIC 2012)
+MAX_CACHED = 4  # matchers kept (one per model; a large KB's names take tens of MB)
 
 
 class NameMatcher:

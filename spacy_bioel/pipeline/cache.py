@@ -18,8 +18,8 @@ per call; with `cache_across_calls` decisions and embeddings live until the
 model, the KB, the index, the datastore or a setting changes. A call's own cache
 keeps no embeddings: with its decisions cached (each packed: its candidates
 as a tuple of ids and an array of probabilities), a text comes back to the encoder
-only under another long form or label (88 more texts of 3,594 encoded on the
-natural benchmark corpus, for 5 MB less peak memory). A repeated entry is the
+only under another long form or label (a few more texts encoded, for less peak
+memory: docs/results/speed.md). A repeated entry is the
 same computation as the first; a fresh run can differ from it by float rounding
 (about 1e-7, which depends on the batch it was computed in) or, with the int8
 ONNX tower, by the quantisation of the batch's activations, which share one scale.

@@ -62,7 +62,7 @@ def fast_config() -> Dict[str, Any]:
 
 
 # how an entry is saved: 2 since the ONNX graph's weights lie beside it (runtime
-# format 2, mapped on load: the first `link` of an entry peaked at 260 MB loading, 186 after);
+# format 2, mapped on load: a lower peak for the first `link` of an entry);
 # 3 since the int8 graph quantises each token row (`onnx_export.scale_rows`: batched calls);
 # 4 since an entry carries its key in a marker (entries without one are not loaded);
 # 5 since an entry holds the shipped NER before its linker;
@@ -192,7 +192,7 @@ def with_ner(nlp: Language, source: Language, linker: str = "bioel_linker") -> L
     `linker` or already has a component of one of those names; E260 when `source`
     writes no entities. When `source` reads a transformer in context, `nlp.pipe`
     batches at most its `source.batch_size` documents: such an NER holds a batch's
-    token vectors at once (1,000 BC5CDR abstracts peaked at 1.4 GB)."""
+    token vectors at once (a batch of 1,000 abstracts took gigabytes)."""
     from ..ner.onnx_tokens import CONTEXT_LAYERS
 
     check_ner_source(nlp, source, linker)

@@ -61,8 +61,8 @@ class PretrainSettings:
     checkpoint_every (int): Steps between checkpoints (not part of the run's identity).
     length_chunks (Optional[int]): On a CPU, encode a step's names in this many
         sub-batches sorted by length, each padded only to its longest name (the
-        same embeddings with less padding computed: 1.59x faster steps on a
-        2-core CPU with 4); None: the BiEncoder's default (4). CUDA batches are
+        same embeddings with less padding computed: faster steps,
+        docs/results/speed.md); None: the BiEncoder's default (4). CUDA batches are
         encoded whole. Not part of the run's identity.
     threads (int): CPU threads (0: PyTorch's default).
     device (str): 'cpu', 'cuda' or 'cuda:N'.
