@@ -330,15 +330,9 @@ class KnowledgeBase:
         from .io import check_file
 
         path = check_file(resolve_kb_path(path))
-        data = path.read_bytes()
-        if not data.startswith(KB_MAGIC):
-            raise BioELError(Errors.E004.format(path=path))
-        version = int.from_bytes(data[len(KB_MAGIC):len(KB_MAGIC) + 2], "little")
-        if version != KB_FORMAT_VERSION:
-            raise BioELError(Errors.E005.format(path=path, found=version,
-                                                expected=KB_FORMAT_VERSION))
+        body = _body(path.read_bytes(), path)
         try:
-            return hashlib.sha256(_inflate(data[len(KB_MAGIC) + 2:])).hexdigest()
+            return hashlib.sha256(_inflate(body)).hexdigest()
         except (zlib.error, ValueError) as err:
             raise BioELError(Errors.E013.format(path=path, problem=f"{type(err).__name__}: {err}"))
 
@@ -369,16 +363,11 @@ class KnowledgeBase:
     def from_bytes(cls, data: bytes, *, path: Union[str, Path] = "<bytes>") -> "KnowledgeBase":
         """Load a KB written by `to_bytes`. Raises E004 (not a KB), E005 (format
         version) or E013 (truncated / corrupted)."""
-        if not data.startswith(KB_MAGIC):
-            raise BioELError(Errors.E004.format(path=path))
-        version = int.from_bytes(data[len(KB_MAGIC):len(KB_MAGIC) + 2], "little")
-        if version != KB_FORMAT_VERSION:
-            raise BioELError(Errors.E005.format(path=path, found=version,
-                                                expected=KB_FORMAT_VERSION))
+        body = _body(data, path)
         try:
             import srsly
 
-            payload = srsly.msgpack_loads(_inflate(data[len(KB_MAGIC) + 2:]))
+            payload = srsly.msgpack_loads(_inflate(body))
             kb = cls(strip_prefixes=payload["strip_prefixes"], name=payload["name"])
             kb.meta = dict(payload["meta"])
             keys = ("ids", "names", "synonyms", "scopes", "types", "definitions", "alt_ids",
@@ -422,6 +411,17 @@ class KnowledgeBase:
 
     def __repr__(self) -> str:
         return f"<KnowledgeBase {self.name!r}: {len(self)} concepts>"
+
+
+def _body(data: bytes, path: Union[str, Path]) -> bytes:
+    """The compressed body of a KB file's bytes: E004 without the magic, E005 for
+    another format version."""
+    if not data.startswith(KB_MAGIC):
+        raise BioELError(Errors.E004.format(path=path))
+    version = int.from_bytes(data[len(KB_MAGIC):len(KB_MAGIC) + 2], "little")
+    if version != KB_FORMAT_VERSION:
+        raise BioELError(Errors.E005.format(path=path, found=version, expected=KB_FORMAT_VERSION))
+    return data[len(KB_MAGIC) + 2:]
 
 
 def _inflate(body: bytes) -> bytes:
