@@ -109,7 +109,7 @@ def cross_corpus(pipelines: Dict[str, str], tests: Dict[str, Path], kb_path: Pat
     pipeline tuned on it first ('LABEL tuned on TEST dev')."""
     import spacy
 
-    from spacy_bioel.cli._app import read_docs
+    from spacy_bioel.cli import read_docs
     from spacy_bioel.evaluation.linkers import link_records
     from spacy_bioel.evaluation.metrics import linking_metrics
     from spacy_bioel.kb.knowledge_base import KnowledgeBase

@@ -33,7 +33,7 @@ from spacy_bioel.launch import hide_torch_from_thinc, serves_without_torch
 if path != "torch" and serves_without_torch(args):  # as `python -m spacy_bioel link` does
     hide_torch_from_thinc()
 from typer.testing import CliRunner
-from spacy_bioel.cli._app import app
+from spacy_bioel.cli import app
 from spacy_bioel.pipeline import embedded_default
 if path == "torch":  # the untrained pipeline it replaced: PyTorch, a flat index, built every call
     base = embedded_default.fast_config()

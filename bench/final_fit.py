@@ -62,7 +62,7 @@ def probe(runs: Dict[str, Tuple[Path, Path, Path, Path]], seed: int = 0) -> Dict
     """runs: LABEL -> (tuned pipeline, train, dev, test DocBins).
     RETURNS: per label the dev rows (part of train, all of train) and the test
     rows (train, train + dev)."""
-    from spacy_bioel.cli._app import read_docs
+    from spacy_bioel.cli import read_docs
     from spacy_bioel.pipeline.loading import find_linker, load_pipeline
 
     out: Dict[str, Any] = {}

@@ -53,7 +53,7 @@ class Workspace:
     root (Path): The scratch folder.
     encoder (str): The linker's encoder (a local model folder).
     main (Callable[[List[str]], None]): The command line's entry point
-        (`spacy_bioel.cli._app.main`; passed in: the CLI is a layer above this one).
+        (`spacy_bioel.cli.main`; passed in: the CLI is a layer above this one).
     """
 
     def __init__(self, root: Path, encoder: str, main: Callable[[List[str]], None]) -> None:
@@ -212,7 +212,7 @@ def _poisoned_checkpoint(ws: Workspace) -> Optional[str]:
 
     import torch
 
-    from spacy_bioel.pretraining.trainer import _resume
+    from spacy_bioel.pretraining.trainer import resume
 
     folder = ws.folder("checkpoint")
     marker = folder.parent / "pwned-checkpoint"
@@ -227,7 +227,7 @@ def _poisoned_checkpoint(ws: Workspace) -> Optional[str]:
     torch.save({"model": Evil()}, folder / "state.pt", pickle_module=pickle)
     model = torch.nn.Linear(2, 2)
     return _harm_after(
-        lambda: _resume(folder, identity, model, torch.optim.SGD(model.parameters(), lr=0.1),
+        lambda: resume(folder, identity, model, torch.optim.SGD(model.parameters(), lr=0.1),
                         restart=False),
         lambda: "resuming ran the checkpoint's code" if marker.exists() else None)
 

@@ -441,10 +441,17 @@ def _ray_workers(ws: Workspace) -> Optional[str]:
     seen, done = set(), threading.Event()
 
     def poll() -> None:
+        # this run's workers only: ray.init starts the raylet as this process' child, and the
+        # workers under it (another Ray session on the machine, such as a test run beside this
+        # one, has its own)
+        me = psutil.Process()
         while not done.is_set():
-            for process in psutil.process_iter(["cmdline"]):
-                if any("default_worker.py" in part for part in (process.info["cmdline"] or [])):
-                    seen.add(process.pid)
+            for process in me.children(recursive=True):
+                try:
+                    if any("default_worker.py" in part for part in process.cmdline()):
+                        seen.add(process.pid)
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    continue
             time.sleep(0.05)
     import logging
 

@@ -20,7 +20,7 @@ def evaluate(models: Dict[str, Path], corpora: Dict[str, Path], n_bootstrap: int
              ) -> Dict[str, Any]:
     import spacy
 
-    from spacy_bioel.cli._app import read_docs
+    from spacy_bioel.cli import read_docs
     from spacy_bioel.pipeline.consistency import MentionConsistency
 
     gold = {name: read_docs([path]) for name, path in corpora.items()}

@@ -49,7 +49,7 @@ def evaluate(model: Path, corpora: Dict[str, Path], n_bootstrap: int = 1000,
     import spacy
     from spacy.tokens import Doc
 
-    from spacy_bioel.cli._app import read_docs
+    from spacy_bioel.cli import read_docs
     from spacy_bioel.pipeline.consistency import MentionConsistency
 
     nlp = spacy.load(model)

@@ -26,7 +26,7 @@ RULES = {"2% of dev": None, "95% bound": 0.95}
 def _mentions(nlp, linker, path: Path) -> Dict[str, np.ndarray]:
     """Per mention of `path`: the support, whether the top candidate is right,
     whether it has candidates, gold NIL, and whether the encoder saw it."""
-    from spacy_bioel.cli._app import read_docs
+    from spacy_bioel.cli import read_docs
     from spacy_bioel.pipeline.loading import upstream_annotated
     from spacy_bioel.pipeline.tuning import gold_mentions
 

@@ -65,7 +65,7 @@ def evaluate(corpora: Dict[str, Path], id_space: str = "MESH", n_bootstrap: int 
              limit: int = 0, ner: Optional[Path] = None) -> Dict[str, Any]:
     """`ner`: a trained NER pipeline in place of the shipped one (same linker and
     document consistency)."""
-    from spacy_bioel.cli._app import read_docs
+    from spacy_bioel.cli import read_docs
     from spacy_bioel.ner.shipped import LABEL, manifest
     from spacy_bioel.pipeline.embedded_default import default_pipeline
     from spacy_bioel.pipeline.loading import find_linker

@@ -77,7 +77,7 @@ def encode_names(linker, names: NameTable, cache_dir: Path, dtype: str = "float1
             return runtime.encode(linker.model, texts, linker.cfg["encode_batch_size"])
     record_path = cache_dir / f"names-{key}.encoding.json"
     start = time.perf_counter()
-    vectors = index._cached(encode, key, progress=True)
+    vectors = index.cached_embeddings(encode, key, progress=True)
     seconds = time.perf_counter() - start
     if not record_path.exists():  # the run that encoded (the last part, when resumed)
         resumed_at = index.resumed_at
@@ -156,7 +156,7 @@ def benchmark_index(vectors: np.ndarray, names: NameTable, queries: np.ndarray,
         store.add(vectors, names.owners, names.tie_rank)
         build_s = time.perf_counter() - start
         import faiss
-        index_mb = faiss.serialize_index(store._index).nbytes / 2 ** 20
+        index_mb = faiss.serialize_index(store.faiss_index).nbytes / 2 ** 20
         entry = {"setting": setting["label"], **setting["build"], "build_s": build_s,
                  "index_mb": index_mb, "rss_before_mb": before, "rss_after_mb": rss_mb(),
                  "peak_rss_mb": peak_rss_mb(), "search": []}
@@ -165,7 +165,7 @@ def benchmark_index(vectors: np.ndarray, names: NameTable, queries: np.ndarray,
             start = time.perf_counter()
             found = store.search_names(queries, k, names=True)
             seconds = time.perf_counter() - start
-            _, approx_names = store._index.search(np.ascontiguousarray(queries, np.float32), k)
+            _, approx_names = store.faiss_index.search(np.ascontiguousarray(queries, np.float32), k)
             entry["search"].append({**search, "search_ms_per_query": 1000 * seconds / len(queries),
                                     "recall_names": recall(approx_names.tolist(), truth_names),
                                     "recall_concepts": recall([[c for c, _, _ in row] for row in found],

@@ -99,3 +99,33 @@ def test_the_circle_check_finds_one():
     assert find_cycle({"linker": {"linking"}, "linking": {"state", "linker"}, "state": set()}) == \
         ["linker", "linking", "linker"]
     assert find_cycle({"linker": {"linking"}, "linking": {"state"}, "state": set()}) is None
+
+
+LAB = Path(__file__).resolve().parents[1] / "bench"
+ATTRIBUTE = __import__("re").compile(r"\b(?!self\b|cls\b|os\b|sys\b|np\b)[a-z_]+\._[a-z]\w*")
+
+
+def private_uses(path: Path):
+    """(line, what) of every private name of spacy_bioel a lab module reaches: a
+    module or name with a leading underscore imported from it, or an underscored
+    attribute of an object (the lab's own `self._x` aside)."""
+    text = path.read_text(encoding="utf-8")
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("spacy_bioel"):
+            hidden = [part for part in node.module.split(".") if part.startswith("_")]
+            hidden += [a.name for a in node.names if a.name.startswith("_")]
+            if hidden:
+                yield node.lineno, f"{node.module}: {', '.join(hidden)}"
+    for number, line in enumerate(text.splitlines(), 1):
+        code = line.split("#")[0]
+        for match in ATTRIBUTE.finditer(code):
+            if "spacy" not in code or "spacy_bioel" in code:  # spaCy's own privates are not ours
+                if not match.group(0).startswith("__"):
+                    yield number, match.group(0)
+
+
+@pytest.mark.parametrize("path", sorted(LAB.rglob("*.py")), ids=lambda p: str(p.relative_to(LAB)))
+def test_the_lab_uses_the_library_through_public_names(path):
+    """Issue 75: the lab (`bench/`) reaches the library through public functions
+    only, so the library can change its internals without breaking the lab."""
+    assert not list(private_uses(path))

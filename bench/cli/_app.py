@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import typer
 
-from spacy_bioel.cli._app import (load_pipeline, read_docs, run_app, save_tuning,  # noqa: F401
+from spacy_bioel.cli import (load_pipeline, read_docs, run_app, save_tuning,  # noqa: F401
                                   setup_logging, split_csv, write_json)
 
 app = typer.Typer(name="bench", add_completion=False, no_args_is_help=True, rich_markup_mode=None,

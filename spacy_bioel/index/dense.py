@@ -200,6 +200,12 @@ class DenseCandidateStore:
             ivf = faiss.extract_index_ivf(index)
             ivf.nprobe = min(ivf.nlist, self.params.get("nprobe") or 32)
 
+    @property
+    def faiss_index(self):
+        """The FAISS index of an approximate type (None for the exact and int8 types,
+        or before `add`): what the lab's scale benchmark measures."""
+        return self._index
+
     def set_search_params(self, nprobe: Optional[int] = None, ef_search: Optional[int] = None) -> None:
         """Change nprobe (IVF) or efSearch (HNSW) of a built index."""
         self.params.update({k: v for k, v in (("nprobe", nprobe), ("ef_search", ef_search))

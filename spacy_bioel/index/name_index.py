@@ -134,7 +134,7 @@ class NameIndex:
         if self.names is None:
             raise BioELError(Errors.E105)
         logger.info("Encoding %d names of %d concepts", len(self.names), len(self.names.concept_ids))
-        embeddings = self._cached(encode, cache_key, progress)
+        embeddings = self.cached_embeddings(encode, cache_key, progress)
         store = self._new_store(embeddings.shape[1])
         store.add(embeddings, self.names.owners, self.names.tie_rank)
         self.store, self.stale = store, False
@@ -154,7 +154,7 @@ class NameIndex:
         first = np.asarray(encode(self.names.names[:1]))
         return np.empty((len(self.names), first.shape[1]), dtype=self.vectors_dtype)
 
-    def _cached(self, encode: Encode, cache_key: Optional[str], progress: bool) -> np.ndarray:
+    def cached_embeddings(self, encode: Encode, cache_key: Optional[str], progress: bool) -> np.ndarray:
         """The embeddings of every name, through the embedding cache when there is
         one (see `index.embedding_cache`: verified chunks, resumable, one writer at
         a time); `resumed_at` says how many names earlier runs had encoded."""

@@ -136,7 +136,7 @@ def pretrain(pairs: Sequence[SynonymPair], output_dir: Union[str, Path],
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                   lr=settings.learning_rate, weight_decay=settings.weight_decay)
     loss_fn = MultiSimilarityLoss(settings.alpha, settings.beta, settings.base, settings.epsilon)
-    state = _resume(output_dir / CHECKPOINT_DIR, identity, model, optimizer, restart)
+    state = resume(output_dir / CHECKPOINT_DIR, identity, model, optimizer, restart)
     steps_per_epoch = -(-len(pairs) // settings.batch_size)
     total = steps_per_epoch * settings.epochs
     if settings.max_steps is not None:
@@ -230,8 +230,8 @@ def _save_checkpoint(folder: Path, identity: Dict[str, Any], model, optimizer, s
     logger.debug("Checkpoint at step %d", step)
 
 
-def _resume(folder: Path, identity: Dict[str, Any], model, optimizer,
-            restart: bool) -> Dict[str, Any]:
+def resume(folder: Path, identity: Dict[str, Any], model, optimizer,
+           restart: bool) -> Dict[str, Any]:
     """Load the checkpoint in `folder` if it is this run's (E182 if another's)."""
     fresh = {"step": 0, "seconds": 0.0, "losses": []}
     meta_path = folder / "meta.json"

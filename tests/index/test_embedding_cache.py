@@ -167,7 +167,7 @@ def test_an_untrained_linker_encodes_a_kbs_names_once_per_machine(tiny_bert_dir,
     assert np.array_equal(second.index.store.vectors(), first.index.store.vectors())
     second.steps.steps = 1  # after a training step the concept tower is no longer the base's
     calls = []
-    monkeypatch.setattr(second.index, "_cached", lambda encode, key, progress: calls.append(key)
+    monkeypatch.setattr(second.index, "cached_embeddings", lambda encode, key, progress: calls.append(key)
                         or np.asarray(encode(second.index.names.names)))
     second.refresh(force=True)
     assert calls == [None]
