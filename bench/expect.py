@@ -40,6 +40,12 @@ def _seeds(report: Dict[str, Any], system: str, metric: str) -> str:
     return f"{_pct(row[metric]['mean'])} ± {_pct(row[metric]['std'])}"
 
 
+def _peak(*reports: Dict[str, Any]) -> str:
+    """The largest peak RSS of `bench e2e` reports (the whole evaluation process)."""
+    peaks = [r.get("peak_rss_mb") for r in reports]
+    return "not measured" if None in peaks else f"{max(peaks):.0f} MB (the evaluation's process)"
+
+
 def _summary(report: Dict[str, Any], system: str) -> Dict[str, Any]:
     return next(r for r in report["summary"] if r["system"] == system)
 
@@ -80,7 +86,8 @@ def rows(root: Path) -> List[List[str]]:
          f"{_seeds(f['text_ncbi'], TEXT_NER, 'document F1')} / "
          f"{_seeds(f['text_bc5cdr'], TEXT_NER, 'document F1')}",
          f"{f['text_speed_ncbi']['speed']['docs_per_s']:.1f} / "
-         f"{f['text_speed_bc5cdr']['speed']['docs_per_s']:.1f} docs/s", "not measured"],
+         f"{f['text_speed_bc5cdr']['speed']['docs_per_s']:.1f} docs/s",
+         _peak(f["text_speed_ncbi"], f["text_speed_bc5cdr"])],
     ]
 
 

@@ -49,6 +49,7 @@ def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int
     from spacy_bioel.training.readers import gold_spans_doc
 
     from .. import e2e
+    from ..bioel_worker import peak_rss_mb
     from ._app import read_docs
 
     nlp = load_pipeline(pipeline)
@@ -85,6 +86,7 @@ def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int
         "document_errors": e2e.total_document_errors(end_to_end),
         "gold_spans": e2e.scores(gold_spans, n_bootstrap),
         "unrepresentable": e2e.unrepresentable(gold_docs, nlp.make_doc),
+        "peak_rss_mb": round(peak_rss_mb(), 1),  # the process: loading, the pipeline, the gold spans
         "speed": {"docs_per_s": len(gold_docs) / total if total else None,
                   "seconds": {k: round(v, 3) for k, v in seconds.items()},
                   "share_ner": ner_seconds / total if total else None,
@@ -114,7 +116,8 @@ def markdown(report: Dict[str, Any], title: str) -> str:
     lines += ["", f"Gold mentions a flat NER cannot produce: {unrep['overlapping']} overlapping and "
                   f"{unrep['not_token_aligned']} not on token edges, of {unrep['gold_mentions']}.",
               f"End to end: {speed['docs_per_s']:.1f} docs/s; NER {100 * speed['share_ner']:.0f}% "
-              f"of the time, linker {100 * speed['share_linker']:.0f}%."]
+              f"of the time, linker {100 * speed['share_linker']:.0f}%"
+              + (f"; peak RSS {report['peak_rss_mb']:.0f} MB." if report.get("peak_rss_mb") else ".")]
     if report.get("document_errors"):
         lines += ["", "Document-level errors end to end (NER: no span, other edges, spurious; "
                       "linker: an exact span):", "", "| error | concepts |", "|---|---:|"]
