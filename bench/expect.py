@@ -23,6 +23,8 @@ SOURCES = {
     "text_bc5cdr": "results/e2e/text_pipeline/bc5cdr_test_seeds.json",
     "text_speed_ncbi": "results/e2e/text_pipeline/ncbi_text_e2e.json",
     "text_speed_bc5cdr": "results/e2e/text_pipeline/bc5cdr_text_e2e.json",
+    "text_memory_ncbi": "results/e2e/text_pipeline/ncbi_memory.json",
+    "text_memory_bc5cdr": "results/e2e/text_pipeline/bc5cdr_memory.json",
 }
 TEXT_NER = "MiniLM 3 layers in context, joint"  # the text pipeline's NER in text-ner-table
 
@@ -40,10 +42,14 @@ def _seeds(report: Dict[str, Any], system: str, metric: str) -> str:
     return f"{_pct(row[metric]['mean'])} ± {_pct(row[metric]['std'])}"
 
 
-def _peak(*reports: Dict[str, Any]) -> str:
-    """The largest peak RSS of `bench e2e` reports (the whole evaluation process)."""
-    peaks = [r.get("peak_rss_mb") for r in reports]
-    return "not measured" if None in peaks else f"{max(peaks):.0f} MB (the evaluation's process)"
+def _streamed(*reports: Dict[str, Any]) -> str:
+    """Peak RSS of `bench e2e-memory` reports (the test texts streamed through
+    `nlp.pipe` in a fresh process of each install): base install, then with PyTorch."""
+    def peaks(torch: bool) -> str:
+        rows = [next(r for r in rep["installs"].values() if r["torch_imported"] is torch)
+                for rep in reports]
+        return " / ".join(f"{row['peak_rss_mb']:.0f}" for row in rows)
+    return f"{peaks(False)} MB streaming the test texts (with PyTorch installed {peaks(True)})"
 
 
 def _summary(report: Dict[str, Any], system: str) -> Dict[str, Any]:
@@ -87,7 +93,7 @@ def rows(root: Path) -> List[List[str]]:
          f"{_seeds(f['text_bc5cdr'], TEXT_NER, 'document F1')}",
          f"{f['text_speed_ncbi']['speed']['docs_per_s']:.1f} / "
          f"{f['text_speed_bc5cdr']['speed']['docs_per_s']:.1f} docs/s",
-         _peak(f["text_speed_ncbi"], f["text_speed_bc5cdr"])],
+         _streamed(f["text_memory_ncbi"], f["text_memory_bc5cdr"])],
     ]
 
 

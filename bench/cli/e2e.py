@@ -155,6 +155,56 @@ def e2e_command(
                                              for m in report[spans]))
 
 
+_STREAM_CHILD = """
+import json, sys, time
+sys.path.insert(0, sys.argv[3])
+from bioel_worker import peak_rss_mb
+start = time.perf_counter()
+import spacy
+from spacy.tokens import DocBin
+nlp = spacy.load(sys.argv[1])
+loaded = time.perf_counter()
+texts = [d.text for d in DocBin().from_disk(sys.argv[2]).get_docs(nlp.vocab)]
+mentions = 0
+begin = time.perf_counter()
+for doc in nlp.pipe(texts):
+    mentions += len(doc.ents)
+seconds = time.perf_counter() - begin
+print(json.dumps({"documents": len(texts), "mentions": mentions, "docs_per_s": len(texts) / seconds,
+                  "load_s": loaded - start, "peak_rss_mb": peak_rss_mb(),
+                  "torch_imported": sys.modules.get("torch") is not None}))
+"""
+
+
+@app.command("e2e-memory")
+def e2e_memory_command(
+    pipeline: Path = typer.Argument(..., help="A pipeline that reads plain text (e.g. from add-ner)"),
+    data: Path = typer.Argument(..., help="Documents (.spacy): their raw text is streamed through nlp.pipe"),
+    output: Path = typer.Option(..., "--output", help="JSON report"),
+    python: List[str] = typer.Option([], "--python", help="The interpreter of each install to run it in (default: this one); repeatable"),
+) -> None:
+    """What a user's process holds: a fresh process of each install loads PIPELINE
+    and streams DATA's raw texts through `nlp.pipe` (nothing kept); its peak RSS,
+    docs/s, load seconds and whether PyTorch was imported."""
+    import json
+    import subprocess
+    import sys
+
+    from ..machine import where
+
+    rows = {}
+    for interpreter in python or [sys.executable]:
+        done = subprocess.run([interpreter, "-c", _STREAM_CHILD, str(pipeline), str(data),
+                               str(Path(__file__).resolve().parents[1])],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise typer.BadParameter(f"{interpreter}: {done.stderr[-1500:]}")
+        rows[interpreter] = json.loads(done.stdout.strip().splitlines()[-1])
+        typer.echo(f"{interpreter}: {rows[interpreter]}")
+    write_json(output, {"pipeline": str(pipeline), "data": str(data), "installs": rows,
+                        "where": where()})
+
+
 @app.command("e2e-threshold")
 def e2e_threshold_command(
     pipeline: Path = typer.Argument(..., help="A tuned linker's pipeline (with --ner: one without an NER)"),

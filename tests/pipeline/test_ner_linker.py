@@ -121,6 +121,21 @@ def test_the_harness_puts_an_ner_before_a_linker_alone(trained, tmp_path):
     assert rows["0.99"]["r"] <= rows["0.0"]["r"]
 
 
+def test_the_memory_of_a_streamed_text_pipeline(trained, tmp_path):
+    """`bench e2e-memory`: a fresh process streams the raw texts through the
+    pipeline and reports what it held and found."""
+    from bench.cli._app import main
+
+    try:
+        main(["e2e-memory", str(trained / "out" / "model-best"), str(trained / "dev.spacy"),
+              "--output", str(tmp_path / "memory.json")])
+    except SystemExit as stop:
+        assert stop.code in (0, None)
+    (row,) = json.loads((tmp_path / "memory.json").read_text())["installs"].values()
+    assert row["documents"] == 12 and row["mentions"] == 12  # one disease a dev document
+    assert row["peak_rss_mb"] > 50 and row["docs_per_s"] > 0
+
+
 def _page(pipeline, text):
     from spacy_bioel.visualize.app import main
 
