@@ -77,12 +77,10 @@ def evaluate(corpora: Dict[str, Path], id_space: str = "MESH", n_bootstrap: int 
     if ner is None:
         nlp = default_pipeline()
     else:
-        import spacy
-
-        from spacy_bioel.pipeline.embedded_default import with_ner
+        from spacy_bioel.pipeline.embedded_default import load_ner_source, with_ner
 
         nlp = default_pipeline(ner=False)
-        nlp = with_ner(nlp, spacy.load(ner, vocab=nlp.vocab))
+        nlp = with_ner(nlp, load_ner_source(str(ner), nlp.vocab))
     load_seconds = time.perf_counter() - started
     linker = find_linker(nlp)
     linker.set_option("id_space", id_space)

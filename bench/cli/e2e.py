@@ -98,7 +98,8 @@ def evaluate_e2e(pipeline: Path, data: Path, n_bootstrap: int = 1000, limit: int
 def markdown(report: Dict[str, Any], title: str) -> str:
     lines = [f"# {title}", "", f"{report['documents']} documents of {report['data']}; pipeline "
              f"{report['pipeline']}" + (f" with the NER {report['ner']} before its linker"
-                                        if report.get("ner") else "") + "; 95% intervals from {report['bootstrap']} bootstrap resamples "
+                                        if report.get("ner") else "")
+             + f"; 95% intervals from {report['bootstrap']} bootstrap resamples "
              "of the documents." + (f" Every mention, gold and predicted, is scored as one label "
                                     f"({report['label']})." if report.get("label") else ""), "",
              "| spans | measure | P | R | F1 | F1 95% CI |", "|---|---|---:|---:|---:|---|"]
@@ -190,6 +191,8 @@ def e2e_memory_command(
     import subprocess
     import sys
 
+    from spacy_bioel.errors import BioELError, Errors
+
     from ..machine import where
 
     rows = {}
@@ -198,7 +201,8 @@ def e2e_memory_command(
                                str(Path(__file__).resolve().parents[1])],
                               capture_output=True, text=True)
         if done.returncode != 0:
-            raise typer.BadParameter(f"{interpreter}: {done.stderr[-1500:]}")
+            raise BioELError(Errors.E181.format(command=f"{interpreter} (e2e-memory)",
+                                                problem=done.stderr[-1500:]))
         rows[interpreter] = json.loads(done.stdout.strip().splitlines()[-1])
         typer.echo(f"{interpreter}: {rows[interpreter]}")
     write_json(output, {"pipeline": str(pipeline), "data": str(data), "installs": rows,
@@ -227,12 +231,12 @@ def e2e_threshold_command(
 
     setup_logging(verbose)
     report: Dict[str, Any] = {"pipeline": str(pipeline), "data": str(data), "rows": {}}
+    gold = read_docs([data])
     for source in ner or [None]:
-        nlp = load_pipeline(pipeline)
+        nlp = load_pipeline(pipeline)  # afresh for each NER: with_ner changes it
         linker = find_linker(nlp)
         if source:
             nlp = with_ner(nlp, load_ner_source(source, nlp.vocab), linker.name)
-        gold = read_docs([data])
         docs = list(nlp.pipe(d.text for d in gold))
         label = one_label(nlp, nlp.pipe_names[:nlp.pipe_names.index(linker.name)])
         row = {}

@@ -26,7 +26,7 @@ def add_ner(
     (abbreviations and their long forms). The linker, its KB, index and datastore
     are saved as they are; PIPELINE itself is not changed."""
     from ..outputs import Protected, claim_folder, working_directory
-    from ..pipeline.embedded_default import check_ner_source, load_ner_source, with_ner
+    from ..pipeline.embedded_default import load_ner_source, with_ner
     from ..pipeline.loading import find_linker, load_pipeline, locate_pipeline
 
     setup_logging(verbose)
@@ -36,10 +36,8 @@ def add_ner(
         protected.append(Protected("the NER pipeline", Path(ner), inside=True))
     nlp = load_pipeline(pipeline)
     linker = find_linker(nlp, name).name
-    source = load_ner_source(ner, nlp.vocab)
-    check_ner_source(nlp, source, linker)  # before the output folder is claimed
+    nlp = with_ner(nlp, load_ner_source(ner, nlp.vocab), linker)  # E259, E260 before any write
     claim_folder(output, COMMAND, protected)
-    nlp = with_ner(nlp, source, linker)
     nlp.to_disk(output)
     typer.echo(f"{' -> '.join(nlp.pipe_names)}: the {'shipped NER' if ner == 'shipped' else ner} "
                f"before {linker} of {pipeline}; saved to {output}")

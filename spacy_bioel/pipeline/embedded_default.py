@@ -230,18 +230,9 @@ def check_ner_source(nlp: Language, source: Language, linker: str = "bioel_linke
 def load_ner_source(ner: str, vocab: Any) -> Language:
     """The NER pipeline `add-ner` puts before a linker: 'shipped' (the package's
     disease NER, checked against its manifest), or a trained pipeline's folder or
-    installed package name, loaded with `vocab` (E247 when it is neither)."""
-    import spacy
-
-    from ..files import check_tree
-    from .loading import locate_pipeline
-
-    if ner == "shipped":
-        return shipped.load_ner(vocab=vocab)
-    locate_pipeline(ner)
-    if Path(ner).is_dir():
-        check_tree(ner)
-    return spacy.load(ner, vocab=vocab)
+    installed package name, loaded with `vocab` (`loading.load_pipeline`'s checks:
+    E247 when it is neither)."""
+    return shipped.load_ner(vocab=vocab) if ner == "shipped" else load_pipeline(ner, vocab=vocab)
 
 
 # a cache entry's marker names it (`outputs.MARKER`, command ENTRY, its key); an unfinished

@@ -52,8 +52,8 @@ def locate_pipeline(name: Union[str, Path]) -> str:
     raise BioELError(Errors.E247.format(name=name))
 
 
-def load_pipeline(path: Union[str, Path]) -> Language:
-    """spacy.load, with E247 for a path that is neither a pipeline folder nor an
+def load_pipeline(path: Union[str, Path], vocab: Any = None) -> Language:
+    """spacy.load (with `vocab` to share, e.g. another pipeline's), with E247 for a path that is neither a pipeline folder nor an
     installed package, E240 for a config.cfg, meta.json or vocab/strings.json that
     does not parse and E231 for a folder holding a link out of it or a special file.
 
@@ -75,7 +75,7 @@ def load_pipeline(path: Union[str, Path]) -> Language:
     if config_path.exists():
         _read_checked(config_path, lambda p: load_config(p, interpolate=False))
     try:
-        return spacy.load(path)
+        return spacy.load(path, **({"vocab": vocab} if vocab is not None else {}))
     except (TypeError, AttributeError):  # spaCy reads vocab/strings.json unchecked
         strings = Path(path) / "vocab" / "strings.json"
         if Path(path).is_dir():
