@@ -56,11 +56,11 @@ def ablate(nlp, part: str) -> Callable[[], None]:
         restore = lambda: linker.nil.set_params(threshold=threshold)
     else:
         raise ValueError(f"unknown ablation {part!r}: one of {', '.join(ABLATIONS)}")
-    linker.cache.clear()
+    linker.model_changed()
 
     def undo() -> None:
         restore()
-        linker.cache.clear()
+        linker.model_changed()
     return undo
 
 
@@ -85,7 +85,7 @@ def retuned(nlp, dev_docs) -> Callable[[], None]:
     linker = find_linker(nlp)
     ranker, nil = linker.ranker.get_params(), linker.nil.get_params()
     shortcut = linker.shortcut.get_params() if linker.shortcut is not None else None
-    linker.cache.clear()
+    linker.model_changed()
     tune_linker(linker, dev_docs)
 
     def undo() -> None:
@@ -93,7 +93,7 @@ def retuned(nlp, dev_docs) -> Callable[[], None]:
         linker.nil.set_params(**nil)
         if shortcut is not None:  # tune may have switched its deference
             linker.shortcut.set_params(**shortcut)
-        linker.cache.clear()
+        linker.model_changed()
     return undo
 
 

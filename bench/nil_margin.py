@@ -73,7 +73,7 @@ def probe(pipelines: Dict[str, Path], dev: Dict[str, Path], test: Dict[str, Path
         nlp = load_pipeline(path)
         linker = find_linker(nlp, None)
         if linker.nil.nil_score_from != "probability" or linker.nil.calibration is None:
-            raise typer.BadParameter(f"{path}: its NIL stage is not a calibrated ThresholdNIL.v2; "
+            raise typer.BadParameter(f"{path}: its NIL stage is not calibrated (CalibratedNIL.v1); "
                                      "run `python -m spacy_bioel tune` on it first", param_hint="RUNS")
         on = {"dev": _mentions(nlp, linker, dev[label]), "test": _mentions(nlp, linker, test[label])}
         fit_on = on["dev"]["encoded"]

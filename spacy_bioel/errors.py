@@ -78,6 +78,8 @@ class Warnings(metaclass=ErrorsWithCodes):
             "did not read them: they are in {output} with no mentions and a "
             "\"skipped_document\" reason. Split such documents, raise nlp.max_length, or "
             "use --strict to stop at the first one.")
+    W019 = ("'{name}': cache_across_calls = true is no longer a setting: a linker remembers its "
+            "decisions within one nlp.pipe / nlp(doc) call only. Remove the line from the config.")
     W018 = ("{path} was edited after the pipeline was saved: {changes}. The edited values "
             "are used. `python -m spacy_bioel seal-pipeline {pipeline}` records this config as "
             "the pipeline's own, which silences this warning.")

@@ -104,7 +104,7 @@ def test_graph_prompt_templates_never_hold_a_test_synonym(data_root):
     has 15 such names)."""
     import numpy as np
 
-    from spacy_bioel.graphprompt.templates import GraphTemplates
+    from spacy_bioel.research.graphprompt_templates import GraphTemplates
     from spacy_bioel.kb.normalize import normalize_text
 
     for name, prefix in (("hp_2025-01-16", "HP:"), ("doid_2024-01-31", "DOID:")):

@@ -8,7 +8,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "spacy_bioel"
 LAYERS = {"errors": 0, "validation": 0, "about": 0, "assets": 0, "kb": 1, "corpora": 2, "encoders": 3,
-          "losses": 3, "graphprompt": 3, "ner": 3, "index": 4, "datastore": 5, "nil": 5, "training": 6, "pretraining": 6, "pipeline": 7, "reranker": 7,
+          "losses": 3, "ner": 3, "index": 4, "datastore": 5, "nil": 5, "training": 6, "pretraining": 6, "pipeline": 7, "reranker": 7, "research": 7,
           "evaluation": 8, "corpus_linking": 8, "visualize": 8, "cli": 9, "__main__": 10}
 
 
@@ -39,6 +39,14 @@ def test_no_import_runs_back_up(path):
     upward = [(line, name) for line, name in imported_subpackages(path)
               if LAYERS.get(name, 0) > layer]
     assert not upward, f"{path.relative_to(PACKAGE)} imports from a higher layer: {upward}"
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if p.relative_to(PACKAGE).parts[0] != "research"],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_core_imports_no_research(path):
+    """The seed methods that lost (`spacy_bioel.research`) are reached through entry
+    points and training hooks only: no core module imports them (issue 75)."""
+    assert "research" not in [name for _, name in imported_subpackages(path)]
 
 
 def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):

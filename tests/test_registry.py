@@ -11,13 +11,12 @@ from spacy_bioel import Concept, KnowledgeBase
 MISC_NAMES = [
     "spacy-bioel.KBFromFile.v1", "spacy-bioel.MedicKB.v1", "spacy-bioel.CTDDiseasesKB.v1",
     "spacy-bioel.OBOKB.v1", "spacy-bioel.ScispacyJSONLKB.v1", "spacy-bioel.UMLSKB.v1",
-    "spacy-bioel.AskAPatientKB.v1", "spacy-bioel.ExactMatchCandidates.v1",
-    "spacy-bioel.TfidfCandidates.v1", "spacy-bioel.InfoNCELoss.v1", "spacy-bioel.ProxyLoss.v1",
+    "spacy-bioel.AskAPatientKB.v1", "spacy-bioel.InfoNCELoss.v1", "spacy-bioel.ProxyLoss.v1",
     "spacy-bioel.TripletLoss.v1", "spacy-bioel.PrototypeTripletLoss.v1",
     "spacy-bioel.NameIndex.v1", "spacy-bioel.DenseCandidates.v1",
     "spacy-bioel.SparseCandidates.v1", "spacy-bioel.ExactCandidates.v1",
     "spacy-bioel.HybridCandidates.v1", "spacy-bioel.TypeFilter.v1", "spacy-bioel.KNNRanker.v1",
-    "spacy-bioel.ThresholdNIL.v1", "spacy-bioel.ThresholdNIL.v2",
+    "spacy-bioel.ThresholdNIL.v1", "spacy-bioel.ThresholdNIL.v2", "spacy-bioel.CalibratedNIL.v1",
     "spacy-bioel.HardNegatives.v1", "spacy-bioel.RandomNegatives.v1",
     "spacy-bioel.MixedNegatives.v1", "spacy-bioel.FGSM.v1", "spacy-bioel.NameIndex.v2",
     "spacy-bioel.ExactShortcut.v1", "spacy-bioel.ExactShortcut.v2", "spacy-bioel.TorchRuntime.v1",
@@ -32,6 +31,19 @@ OTHER_NAMES = [("architectures", "spacy-bioel.BiEncoder.v1"),
                ("scorers", "spacy-bioel.linker_scorer.v1"),
                ("callbacks", "spacy-bioel.RefreshLinkers.v1"),
                ("factories", "bioel_linker")]
+
+
+@pytest.mark.parametrize("old,new", [("spacy-bioel.NameIndex.v1", "spacy-bioel.NameIndex.v2"),
+                                     ("spacy-bioel.ThresholdNIL.v2", "spacy-bioel.CalibratedNIL.v1")])
+def test_an_old_name_is_the_same_stage(old, new):
+    """Twins folded (issue 75): the name saved pipelines carry resolves to the one function."""
+    assert registry.misc.get(old) is registry.misc.get(new)
+
+
+def test_exact_shortcut_v2_is_v1_that_remembers():
+    v1 = registry.resolve({"s": {"@misc": "spacy-bioel.ExactShortcut.v1"}})["s"]
+    v2 = registry.resolve({"s": {"@misc": "spacy-bioel.ExactShortcut.v2"}})["s"]
+    assert type(v1) is type(v2) and (v1.min_training_count, v2.min_training_count) == (0, 2)
 
 
 @pytest.mark.parametrize("registry_name,name", OTHER_NAMES)
@@ -71,7 +83,7 @@ def test_entry_points_declared_in_metadata():
         assert name in {ep.name for ep in entry_points(group=group)}
 
 
-def test_resolve_kb_and_generator_from_config(tmp_path: Path):
+def test_resolve_kb_from_config(tmp_path: Path):
     kb = KnowledgeBase(name="toy")
     kb.add(Concept("D1", "colorectal carcinoma", ("CRC",)))
     kb.to_disk(tmp_path / "kb.bioelkb")
@@ -79,21 +91,10 @@ def test_resolve_kb_and_generator_from_config(tmp_path: Path):
 [kb]
 @misc = "spacy-bioel.KBFromFile.v1"
 path = "{tmp_path / 'kb.bioelkb'}"
-
-[tfidf]
-@misc = "spacy-bioel.TfidfCandidates.v1"
-ngram_range = [2, 4]
-word_weight = 0.3
-
-[exact]
-@misc = "spacy-bioel.ExactMatchCandidates.v1"
 """)
     resolved = registry.resolve(config)
     loaded = resolved["kb"]()
     assert loaded.concept_ids == ["D1"]
-    tfidf = resolved["tfidf"](loaded)
-    assert tfidf.char_vectorizer.ngram_range == (2, 4) and tfidf.word_weight == 0.3
-    assert resolved["exact"](loaded)(["crc"], k=1) == [[("D1", 1.0)]]
 
 
 def test_medic_and_obo_loaders_from_config(tmp_path: Path):

@@ -24,7 +24,7 @@ def parse_settings(items: List[str], option: str) -> Dict[str, Any]:
     import json
 
     from spacy_bioel.errors import BioELError, Errors
-    from spacy_bioel.training.registry import create_biofeg
+    from spacy_bioel.research.registry import create_biofeg
 
     keys = sorted(inspect.signature(create_biofeg).parameters)
     settings: Dict[str, Any] = {}
@@ -68,7 +68,7 @@ def biofeg_command(
     from spacy.util import fix_random_seed
 
     from spacy_bioel.pipeline.loading import find_linker
-    from spacy_bioel.training.registry import create_biofeg
+    from spacy_bioel.research.registry import create_biofeg
 
     setup_logging(verbose)
     nlp = load_pipeline(pipeline)

@@ -30,3 +30,23 @@ def stats(
     if output:
         write_json(output, {"title": title, "kb": kb.name if kb else None, "splits": result})
         output.with_suffix(".md").write_text(table, encoding="utf-8")
+
+
+@app.command("code-size")
+def code_size_command(
+    roots: List[str] = typer.Argument(..., help="LABEL=CHECKOUT of each checkout to measure (e.g. before=/tmp/base now=.)"),
+    output: Optional[Path] = typer.Option(None, "--output", help="JSON output (a .md table is written beside it)"),
+) -> None:
+    """What a newcomer reads (issue 75): library lines, factory arguments, settings,
+    project.yml, private lab imports, the longest results summary row, per checkout."""
+    from ..code_size import code_size, code_size_table
+
+    reports = {}
+    for item in roots:
+        label, _, root = item.rpartition("=")
+        reports[label or root] = code_size(Path(root))
+    table = code_size_table(reports)
+    typer.echo(table)
+    if output:
+        write_json(output, reports)
+        output.with_suffix(".md").write_text(table, encoding="utf-8")

@@ -83,7 +83,7 @@ def evaluate(
     from ..evaluation.metrics import evaluate_records
     from ..evaluation.records import annotate_subsets
     from ..evaluation.report import metrics_table
-    from ..index.registry import BASELINES
+    from ..evaluation.linkers import BASELINES
     from ..kb.knowledge_base import KnowledgeBase
 
     from ..outputs import protect_inputs

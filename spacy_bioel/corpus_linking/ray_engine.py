@@ -43,12 +43,6 @@ def _read_shard(row: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
 EXTRA = ("groups", "unplaced", "repaired")  # a record's optional fields (`records`)
 
 
-# fault drill: "MARKER:N" makes the first actor to finish N batches die abruptly (after
-# writing its N-th part, before returning it), once per MARKER file; how the fault test
-# kills a worker mid-run, and how a user can rehearse one on their own cluster
-KILL_ONCE_ENV = "SPACY_BIOEL_KILL_WORKER_ONCE"
-
-
 class _RayLinker:
     """One actor of the pool: a LinkWorker over batches of Ray Data rows."""
 
@@ -57,7 +51,6 @@ class _RayLinker:
         from .worker import LinkWorker
 
         self.worker = LinkWorker(pipeline, output_dir, top=top, threads=threads, strict=strict)
-        self.batches = 0
 
     def __call__(self, batch: Dict[str, Any]) -> Dict[str, Any]:
         import json
@@ -67,24 +60,8 @@ class _RayLinker:
                    for i, t, e, x, o in zip(batch["id"], batch["text"], batch["ents"],
                                             batch["extra"], batch["origin"])]
         summary = self.worker.link_and_write(records)
-        self.batches += 1
-        _maybe_die(self.batches)
         return {key: [value] for key, value in summary.items()}
 
-
-def _maybe_die(batches: int) -> None:
-    import os
-
-    drill = os.environ.get(KILL_ONCE_ENV, "")
-    marker, _, after = drill.rpartition(":")
-    if not marker or not after.isdigit() or batches < int(after):
-        return
-    try:
-        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        return
-    logger.warning("Fault drill: worker %d dies after %d batches", os.getpid(), batches)
-    os._exit(137)
 
 
 def link_ray(shards: Sequence[Path], pipeline: str, output_dir: Path, *, num_workers: int = 2,
@@ -101,11 +78,8 @@ def link_ray(shards: Sequence[Path], pipeline: str, output_dir: Path, *, num_wor
         raise BioELError(Errors.E204)
     started = time.perf_counter()
     if not ray.is_initialized():
-        import os
-
-        drill = {KILL_ONCE_ENV: os.environ[KILL_ONCE_ENV]} if os.environ.get(KILL_ONCE_ENV) else {}
         ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING,
-                 log_to_driver=False, runtime_env={"env_vars": drill} if drill else None)
+                 log_to_driver=False)
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     pipeline = str(Path(pipeline).resolve()) if Path(pipeline).exists() else pipeline
@@ -158,4 +132,4 @@ def coded_error(err: BaseException) -> BioELError:
                                                                   type(err).__name__)[:300]))
 
 
-__all__ = ["KILL_ONCE_ENV", "coded_error", "link_ray"]
+__all__ = ["coded_error", "link_ray"]

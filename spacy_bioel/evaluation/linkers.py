@@ -63,6 +63,7 @@ def _strip_links(nlp, doc: Doc) -> Doc:
     return fresh
 
 
+BASELINES = ("exact", "tfidf")  # the dictionary baselines `evaluate` and `link` run by name
 RERANKER_PREFIX = "reranker."
 
 
@@ -191,8 +192,6 @@ def link_linker(linker: str, docs: Sequence[Doc], kb, extra_names: Iterable[Tupl
     pipeline directory (`link_records`, `overrides` set on its stages).
     RETURNS: (records, reranker summary or None, seconds to build a baseline's index)."""
     import time
-
-    from ..index.registry import BASELINES
 
     if linker in BASELINES:
         start = time.perf_counter()

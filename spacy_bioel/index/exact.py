@@ -2,12 +2,12 @@
 to it after normalisation (case, Unicode, punctuation, whitespace)."""
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Iterable, List, Sequence, Tuple
 
 from ..errors import BioELError, Errors
 from ..kb.knowledge_base import KnowledgeBase
 from ..kb.normalize import normalize_text
-from .names import NameTable
+from .names import KeyLookup, NameTable
 
 Candidates = List[Tuple[str, float]]
 
@@ -30,18 +30,14 @@ class ExactMatchCandidates:
         table = NameTable(kb, extra_names)
         if not len(table):
             raise BioELError(Errors.E105)
-        self.index: Dict[str, List[str]] = {}
-        for owner, name in zip(table.owners, table.names):
-            ids = self.index.setdefault(normalize_text(name), [])
-            concept_id = table.concept_ids[owner]
-            if concept_id not in ids:
-                ids.append(concept_id)
+        self.lookup = KeyLookup(table.key_ids, table.owners)  # the exact stage's lookup
+        self.concept_ids = table.concept_ids
         self.n_names = len(table)
 
     def __call__(self, mentions: Sequence[str], k: int = 10) -> List[Candidates]:
         if k < 1:
             raise BioELError(Errors.E104.format(k=k))
-        return [[(cid, 1.0) for cid in self.index.get(normalize_text(m), [])[:k]]
+        return [[(self.concept_ids[c], 1.0) for c in self.lookup.get(normalize_text(m), [])[:k]]
                 for m in mentions]
 
 

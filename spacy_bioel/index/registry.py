@@ -1,61 +1,17 @@
-"""Registered candidate generators (entry points in `spacy_misc`). Each returns a
-builder ``(kb, extra_names) -> generator`` so the linker component and the
-evaluation harness build them from the same config block."""
+"""Registered stages of the name index and the candidates (entry points in
+`spacy_misc`). One version of each stage; an older name that saved pipelines
+and configs still carry resolves to the same function, said in one line."""
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from spacy.util import registry
 
-from ..kb.knowledge_base import KnowledgeBase
 from ..validation import as_bool, as_float, as_int
-
-GeneratorBuilder = Callable[..., Callable]
-
-
-@registry.misc("spacy-bioel.ExactMatchCandidates.v1")
-def create_exact_match_candidates() -> GeneratorBuilder:
-    """Exact normalised-name lookup (see `spacy_bioel.index.exact`)."""
-    def build(kb: KnowledgeBase, extra_names: Iterable[Tuple[str, str]] = ()):
-        from .exact import ExactMatchCandidates
-        return ExactMatchCandidates(kb, extra_names)
-    return build
-
-
-@registry.misc("spacy-bioel.TfidfCandidates.v1")
-def create_tfidf_candidates(ngram_range: List[int] = [2, 5], analyzer: str = "char_wb",
-                            word_weight: float = 0.25, batch_size: int = 256) -> GeneratorBuilder:
-    """Exact sparse TF-IDF over char n-grams + word unigrams (see `spacy_bioel.index.sparse`)."""
-    word_weight = as_float("word_weight", word_weight, 0)
-    batch_size = as_int("batch_size", batch_size, 1)
-
-    def build(kb: KnowledgeBase, extra_names: Iterable[Tuple[str, str]] = ()):
-        from .sparse import TfidfCandidates
-        return TfidfCandidates(kb, extra_names, ngram_range=tuple(ngram_range),
-                               analyzer=analyzer, word_weight=word_weight,
-                               batch_size=batch_size)
-    return build
-
-
-BASELINES = {"exact": "spacy-bioel.ExactMatchCandidates.v1",
-             "tfidf": "spacy-bioel.TfidfCandidates.v1"}
-
-
-@registry.misc("spacy-bioel.NameIndex.v1")
-def create_name_index(index_type: str = "flat", backend: str = "auto",
-                      embedding_cache: Optional[str] = None):
-    """The linker's concept-name index (see `spacy_bioel.index.name_index`).
-
-    index_type: 'flat' (exact), 'hnsw' or 'ivfpq' (or the v2 types); backend:
-    'auto', 'faiss', 'torch' or 'numpy'; embedding_cache: a folder caching a
-    frozen concept tower's name embeddings across runs on the same KB (None:
-    always encode). Float32 vectors, searched on the encoder's device.
-    """
-    return create_name_index_v2(index_type, backend, embedding_cache)
 
 
 @registry.misc("spacy-bioel.NameIndex.v2")
-def create_name_index_v2(index_type: str = "flat", backend: str = "auto",
+def create_name_index(index_type: str = "flat", backend: str = "auto",
                          embedding_cache: Optional[str] = None, vectors_dtype: str = "float32",
                          device: str = "auto", nprobe: Optional[int] = None,
                          ef_search: Optional[int] = None, hnsw_m: int = 32, ivf_lists: int = 0):
@@ -87,6 +43,10 @@ def create_name_index_v2(index_type: str = "flat", backend: str = "auto",
                      as_int("index.hnsw_m", hnsw_m, 2), as_int("index.ivf_lists", ivf_lists, 0))
 
 
+# the same stage under the name of pipelines saved before float16 vectors and int8 scans
+registry.misc("spacy-bioel.NameIndex.v1")(create_name_index)
+
+
 @registry.misc("spacy-bioel.DenseCandidates.v1")
 def create_dense_candidates():
     """Candidates stage: the top-k concepts by bi-encoder similarity (FAISS or torch)."""
@@ -111,21 +71,19 @@ def create_exact_candidates():
 
 
 @registry.misc("spacy-bioel.ExactShortcut.v1")
-def create_exact_shortcut(defer_to_training: bool = True):
+def create_exact_shortcut(defer_to_training: bool = True, min_training_count: int = 0):
     """Shortcut stage: a mention that is a KB name of exactly one concept links
     to it without the encoder; with defer_to_training, not the names that
-    training mentions link elsewhere (see `ExactShortcut`)."""
+    training mentions link elsewhere; with min_training_count > 0, also a text
+    training annotated that often, always with one concept (see `ExactShortcut`)."""
     from .candidates import ExactShortcut
-    return ExactShortcut(as_bool("shortcut.defer_to_training", defer_to_training))
+    return ExactShortcut(as_bool("shortcut.defer_to_training", defer_to_training), min_training_count)
 
 
 @registry.misc("spacy-bioel.ExactShortcut.v2")
 def create_exact_shortcut_v2(defer_to_training: bool = True, min_training_count: int = 2):
-    """Shortcut stage v2: v1, and a mention whose text training annotated at
-    least `min_training_count` times, always with one concept, links to it
-    without the encoder (the corpus' convention for that string; 0: v1)."""
-    from .candidates import ExactShortcut
-    return ExactShortcut(as_bool("shortcut.defer_to_training", defer_to_training), min_training_count)
+    """The same stage under the name saved pipelines and configs carry, whose default remembers."""
+    return create_exact_shortcut(defer_to_training, min_training_count)
 
 
 @registry.misc("spacy-bioel.HybridCandidates.v1")

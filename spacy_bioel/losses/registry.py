@@ -3,7 +3,7 @@
 the first training step (a pipeline that only predicts never imports torch)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from spacy.util import registry
 
@@ -12,13 +12,16 @@ from ..validation import as_bool, as_float, as_int
 
 class DeferredLoss:
     """A loss module built on first use from `build()`; calls and attributes go
-    to the module (`.module` builds it). `uses_graph` is known without building
-    it: a loss that trains on KB graph templates brings GraphPrompt's training
-    hook (`training.hooks`), and building the component must not import torch."""
+    to the module (`.module` builds it). `hook` is known without building it: a
+    loss that brings its own training step (GraphPrompt's, `spacy_bioel.research`)
+    makes it with `hook()` (`training.hooks`), and building the component must not
+    import torch; `uses_graph` says that step trains on KB graph templates."""
 
-    def __init__(self, build: Callable[[], Any], uses_graph: bool = False) -> None:
+    def __init__(self, build: Callable[[], Any], hook: Optional[Callable[[], Any]] = None,
+                 uses_graph: bool = False) -> None:
         self._build = build
         self._module = None
+        self.hook = hook
         self.uses_graph = uses_graph
 
     @property
@@ -91,31 +94,3 @@ def create_prototype_triplet_loss(margin: float = 0.2, soft_radius: bool = True,
         from .triplet import PrototypeTripletLoss
         return PrototypeTripletLoss(**settings)
     return DeferredLoss(build)
-
-
-@registry.misc("spacy-bioel.GraphPromptLoss.v1")
-def create_graph_prompt_loss(lambda_p: float = 1.0, lambda_c: float = 1.0, lambda_1: float = 1.0,
-                             lambda_2: float = 1.0, score_norm: bool = True,
-                             temperature: float = 0.05, norm_lr: float = 0.01,
-                             first_order: int = 32, second_order: int = 16,
-                             synonym_rate: float = 0.5, max_words: int = 8):
-    """GraphPrompt eq. 10 (see `spacy_bioel.losses.graphprompt`): trains the
-    linker on its mentions in the encoder's T0 prompt plus T1 / T2 templates
-    of the KB graph. Use with a bi-encoder whose prompt is
-    "{mask} is identical with {text}" and pooling 'mask' (configs/graphprompt.cfg).
-    lambda_1 = 0 drops T1, lambda_2 = 0 drops T2; max_words cuts the names in
-    a template (its [MASK] tokens must survive the encoder's max_length)."""
-    weights = {f"lambda_{k}": as_float(f"loss.lambda_{k}", v, 0)
-               for k, v in (("p", lambda_p), ("c", lambda_c), ("1", lambda_1), ("2", lambda_2))}
-    settings = {**weights, "score_norm": as_bool("loss.score_norm", score_norm),
-                "temperature": as_float("loss.temperature", temperature, 0, exclusive_minimum=True),
-                "norm_lr": as_float("loss.norm_lr", norm_lr, 0),
-                "first_order": as_int("loss.first_order", first_order, 0),
-                "second_order": as_int("loss.second_order", second_order, 0),
-                "synonym_rate": as_float("loss.synonym_rate", synonym_rate, 0, 1),
-                "max_words": as_int("loss.max_words", max_words, 1)}
-
-    def build():
-        from .graphprompt import GraphPromptLoss
-        return GraphPromptLoss(**settings)
-    return DeferredLoss(build, uses_graph=True)

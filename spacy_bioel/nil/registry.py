@@ -17,7 +17,7 @@ def create_threshold_nil(threshold: Optional[float] = None):
     return ThresholdNIL(threshold, None, nil_score_from="similarity")
 
 
-@registry.misc("spacy-bioel.ThresholdNIL.v2")
+@registry.misc("spacy-bioel.CalibratedNIL.v1")
 def create_calibrated_nil(threshold: Optional[float] = DEFAULT_THRESHOLD,
                           calibration: Optional[List[float]] = None):
     """A calibrated probability p = sigmoid(a * support + b) that the top candidate
@@ -27,3 +27,7 @@ def create_calibrated_nil(threshold: Optional[float] = DEFAULT_THRESHOLD,
     from .stages import DEFAULT_CALIBRATION, ThresholdNIL
     return ThresholdNIL(threshold, calibration or DEFAULT_CALIBRATION,
                         nil_score_from="probability")
+
+
+# the same stage under the name of pipelines saved before it had its own (it is not a v2 of ThresholdNIL)
+registry.misc("spacy-bioel.ThresholdNIL.v2")(create_calibrated_nil)

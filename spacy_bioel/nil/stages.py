@@ -12,7 +12,7 @@ user can read and threshold.
 
 - `ThresholdNIL.v1`: nil_score = 1 - support (clipped to [0, 1]); NIL when
   nil_score >= threshold (None: never by score). The behaviour before stages.
-- `ThresholdNIL.v2`: nil_score = 1 - p; NIL when nil_score >= threshold. The
+- `CalibratedNIL.v1` (saved pipelines name it `ThresholdNIL.v2`): nil_score = 1 - p; NIL when nil_score >= threshold. The
   shipped a, b and threshold were fitted once for the untrained embedded
   MiniLM (docs/results/stages.md, "NIL out of the box"); `python -m spacy_bioel tune` refits them for a
   trained pipeline on its own dev set.

@@ -12,13 +12,11 @@ generator does (TF-IDF and exact names keep accents, so "Ménière" and
 and, with a type filter, its label. Decisions made without the encoder (an exact-name
 shortcut, a mention without letters or digits) are not cached: they cost nothing.
 
-Scope: by default one cache of decisions lives for one `nlp.pipe` (or
-`nlp(doc)`) call, so a mention repeated in a corpus is encoded and ranked once
-per call; with `cache_across_calls` decisions and embeddings live until the
-model, the KB, the index, the datastore or a setting changes. A call's own cache
-keeps no embeddings: with its decisions cached (each packed: its candidates
-as a tuple of ids and an array of probabilities), a text comes back to the encoder
-only under another long form or label (a few more texts encoded, for less peak
+Scope: one cache of decisions lives for one `nlp.pipe` (or `nlp(doc)`) call,
+so a mention repeated in a corpus is encoded and ranked once per call. It keeps
+no embeddings: with its decisions cached (each packed: its candidates as a tuple
+of ids and an array of probabilities), a text comes back to the encoder only
+under another long form or label (a few more texts encoded, for less peak
 memory: docs/results/speed.md). A repeated entry is the
 same computation as the first; a fresh run can differ from it by float rounding
 (about 1e-7, which depends on the batch it was computed in) or, with the int8
@@ -76,29 +74,25 @@ class DecisionCache(LRUCache):
 
 
 class LinkCache:
-    """Entity decisions and (with `embeddings`) text embeddings, each bounded to
-    `size` entries, and counts of hits and misses (`stats`)."""
+    """Entity decisions, bounded to `size` entries, and counts of hits and misses
+    (`stats`)."""
 
-    def __init__(self, size: int, embeddings: bool = True) -> None:
-        self.embeddings = LRUCache(size if embeddings else 0)
+    def __init__(self, size: int) -> None:
         self.decisions = DecisionCache(size)
         self.stats: Counter = Counter()
 
     def clear(self) -> None:
-        self.embeddings.clear()
         self.decisions.clear()
 
 
 @contextmanager
 def call_cache(component) -> Iterator[Optional[LinkCache]]:
     """The cache of one `nlp.pipe` / `nlp(doc)` call of a linker, set as its
-    `call` meanwhile (a nested call restores the outer one): the linker's shared
-    `cache` with `cache_across_calls`, else a fresh one of decisions only (none
+    `call` meanwhile (a nested call restores the outer one): a fresh one (none
     with `cache_size` 0). Its counts are added to the linker's `counts` ('cache_decision_hits',
     'cache_texts_encoded', ...) when the call ends."""
     size, outer = component.cfg["cache_size"], component.call
-    call = None if size == 0 else component.cache if component.cfg["cache_across_calls"] \
-        else LinkCache(size, embeddings=False)
+    call = None if size == 0 else LinkCache(size)
     component.call = call
     try:
         yield call

@@ -24,12 +24,13 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
                       candidates, type_filter, ranker, nil, negatives, fgsm, biofeg, shortcut,
                       runtime,
                       top_k: int, retrieve_k: int, context_window: int, abbreviations: bool,
-                      nil_without_alnum: bool, exact_shortcut: bool, encode_batch_size: int,
-                      cache_size: int, cache_across_calls: bool, spans_key: Optional[str],
+                      nil_without_alnum: bool, encode_batch_size: int,
+                      cache_size: int, spans_key: Optional[str],
                       id_space: Optional[str], xrefs_attr: str, kb_ents_attr: str,
                       is_nil_attr: str, nil_score_attr: str,
                       similarity_attr: str, probability_attr: str,
-                      scorer: Optional[Callable]) -> BioELLinker:
+                      scorer: Optional[Callable], exact_shortcut: bool = False,
+                      cache_across_calls: bool = False) -> BioELLinker:
     """Create a `bioel_linker` (see `BioELLinker`). Every default is the one
     default of `defaults.py` (configs/linker_cpu.cfg writes it out).
 
@@ -42,7 +43,7 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
         `.ExactCandidates.v1` or `.HybridCandidates.v1`.
     type_filter: None or `spacy-bioel.TypeFilter.v1` (label -> allowed types).
     ranker: `spacy-bioel.KNNRanker.v1` (kNN-BioEL eqs. 4-6).
-    nil: `spacy-bioel.ThresholdNIL.v2` (calibrated) or `.v1` (1 - similarity).
+    nil: `spacy-bioel.CalibratedNIL.v1` or `.v1` (1 - similarity).
     negatives: `spacy-bioel.HardNegatives.v1`, `.RandomNegatives.v1`, `.MixedNegatives.v1`.
     fgsm: None or `spacy-bioel.FGSM.v1` (Wiatrak et al. eqs. 6-8).
     biofeg: None or `spacy-bioel.BioFEG.v1` (Sui et al., BioFEG Secs. 3.4-3.5):
@@ -64,14 +65,9 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
     nil_without_alnum: a mention with no letter or digit (punctuation, symbols,
         whitespace, NUL, zero-width characters) is NIL without being encoded;
         counted in `linker.counts['nil_without_alnum']`.
-    exact_shortcut: read only so that saved configs load (every config written
-        before the `shortcut` stage has it): true builds `spacy-bioel.ExactShortcut.v1`
-        when `shortcut` is null, with W013; use the `shortcut` block instead.
     encode_batch_size: texts per encoder forward pass at prediction and refresh.
-    cache_size: embeddings and decisions remembered (each; 0 turns caching off):
-        a repeated mention is encoded and ranked once per `nlp.pipe` call.
-    cache_across_calls: keep the cache between calls (until a model, KB, stage or
-        setting changes).
+    cache_size: decisions remembered (0 turns caching off): a repeated mention is
+        encoded and ranked once per `nlp.pipe` call.
     spans_key: null links `doc.ents`; a name links `doc.spans[name]` instead (e.g.
         a spancat's overlapping mentions), in training too (the gold spans of
         the same group).
@@ -81,6 +77,7 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
         `linker.counts['id_space_unmapped']`).
     *_attr: the Span extensions written (several linkers can share a pipeline);
         `xrefs_attr` holds the linked concept's cross-references ('PREFIX:ID').
+    exact_shortcut, cache_across_calls: read only so that saved configs load (W013, W019).
     """
     install_fork_handler()  # n_process workers: no inherited thread pool (encoders.threads)
     if exact_shortcut and shortcut is None:
@@ -88,11 +85,13 @@ def make_bioel_linker(nlp: Language, name: str, model: Model, loss: Callable, in
 
         warn(Warnings.W013.format(name=name))
         shortcut = ExactShortcut()
+    if cache_across_calls:
+        warn(Warnings.W019.format(name=name))
     settings = LinkerSettings(
         top_k=top_k, retrieve_k=retrieve_k, context_window=context_window,
         abbreviations=abbreviations, nil_without_alnum=nil_without_alnum,
         encode_batch_size=encode_batch_size, cache_size=cache_size,
-        cache_across_calls=cache_across_calls, spans_key=spans_key, id_space=id_space,
+        spans_key=spans_key, id_space=id_space,
         xrefs_attr=xrefs_attr, kb_ents_attr=kb_ents_attr,
         is_nil_attr=is_nil_attr, nil_score_attr=nil_score_attr, similarity_attr=similarity_attr,
         probability_attr=probability_attr)

@@ -59,7 +59,6 @@ class BioELLinker(TrainablePipe):
         install_extensions(self.cfg)
         self.epoch_seconds: List[float] = []
         self.deferred_model = None  # weights of an ONNX-served pipeline, loaded on demand
-        self.cache = LinkCache(self.cfg["cache_size"])  # across calls; see `cache.call_cache`
         self.call: Optional[LinkCache] = None  # the cache of the current call
         self.rng = np.random.default_rng()
         self.steps = updates.TrainingState()
@@ -167,9 +166,8 @@ class BioELLinker(TrainablePipe):
         return str(self.model.layers[0].shims[0].device) if is_built(self.model) else "cpu"
 
     def model_changed(self) -> None:
-        """Forget cached embeddings and decisions (weights, KB, index, datastore
-        or a setting changed)."""
-        self.cache.clear()
+        """Forget the current call's cached decisions (weights, KB, index,
+        datastore or a setting changed)."""
         if self.call is not None:
             self.call.clear()
 
@@ -275,7 +273,6 @@ class BioELLinker(TrainablePipe):
     def set_option(self, key: str, value: Any) -> None:
         """Set a stage parameter ('nil.threshold', ...) or a setting ('top_k', ...): E172, E175."""
         serialize.set_option(self, key, value)
-        self.cache = LinkCache(self.cfg["cache_size"]) if key == "cache_size" else self.cache
         self.model_changed()
 
     # ------------------------------------------------------------- serialise

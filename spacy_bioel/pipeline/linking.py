@@ -169,20 +169,16 @@ class Decider:
 
     def encode_mentions(self, texts: List[str], cache: Optional[LinkCache]
                         ) -> np.ndarray:
-        """(len(texts), dim) mention embeddings from the runtime, each distinct text
-        encoded once; with a cache, texts it holds are not encoded again."""
+        """(len(texts), dim) mention embeddings from the runtime; with a cache, each
+        text the encoder reads alike (`runtime.cache_keys`) is encoded once."""
         batch_size = self.settings["encode_batch_size"]
         if cache is None:
             return self.runtime.encode(self.model, texts, batch_size)
         keys = self.runtime.cache_keys(self.model, texts)
-        rows = [cache.embeddings.get(key) for key in keys]
-        missing = {key: text for key, text, row in zip(keys, texts, rows) if row is None}
-        if missing:
-            fresh = self.runtime.encode(self.model, list(missing.values()), batch_size)
-            for key, row in zip(missing, fresh):
-                cache.embeddings.put(key, row)
-            found = dict(zip(missing, fresh))
-            rows = [row if row is not None else found[key] for key, row in zip(keys, rows)]
+        missing = dict(zip(keys, texts))
+        fresh = self.runtime.encode(self.model, list(missing.values()), batch_size) if missing else []
+        found = dict(zip(missing, fresh))
+        rows = [found[key] for key in keys]
         cache.stats["texts_encoded"] += len(missing)
         cache.stats["texts_cached"] += len(texts) - len(missing)
         return np.stack(rows) if rows else np.zeros((0, self.state.index.store.dim), dtype=np.float32)

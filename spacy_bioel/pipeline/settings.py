@@ -21,7 +21,6 @@ CHECKS: Dict[str, Callable[[str, Any], Any]] = {
     "nil_without_alnum": as_bool,
     "encode_batch_size": lambda k, v: as_int(k, v, 1, MAX_BATCH),
     "cache_size": lambda k, v: as_int(k, v, 0, 10 ** 8),
-    "cache_across_calls": as_bool,
     "spans_key": lambda k, v: as_optional_name(k, v, "the name of a span group (doc.spans[name])"),
     "id_space": lambda k, v: as_optional_name(k, v, "a vocabulary of the KB's cross-references "
                                                     "(e.g. 'UMLS', 'MESH', 'OMIM', 'ICD10CM')"),
@@ -38,8 +37,7 @@ class LinkerSettings(Mapping):
     abbreviations (bool): Also score a defined short form through its long form.
     nil_without_alnum (bool): A mention without a letter or digit is NIL, unencoded.
     encode_batch_size (int): Texts per encoder pass at prediction and refresh.
-    cache_size (int): Embeddings and decisions remembered (each; 0: no cache).
-    cache_across_calls (bool): Keep the cache between calls until something changes.
+    cache_size (int): Decisions remembered within one call (0: no cache).
     spans_key (Optional[str]): Link `doc.spans[spans_key]` (e.g. a spancat's
         overlapping mentions) instead of `doc.ents` (None, the default).
     id_space (Optional[str]): Write `kb_id_` in this vocabulary of the KB's
@@ -58,7 +56,6 @@ class LinkerSettings(Mapping):
     nil_without_alnum: bool = True
     encode_batch_size: int = 256
     cache_size: int = 10000
-    cache_across_calls: bool = False
     spans_key: Optional[str] = None
     id_space: Optional[str] = None
     kb_ents_attr: str = "kb_ents"

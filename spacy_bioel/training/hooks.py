@@ -11,7 +11,8 @@ its public attributes and methods (`kb`, `index`, `model`, `train_mentions`,
 `refresh`, ...).
 
 The linker's hooks come from its config (`methods.training_hooks`): the loss
-(a loss with `uses_graph` brings GraphPrompt's step) and the `biofeg` block.
+(a loss with a `hook` brings its own step, as GraphPrompt's does) and the
+`biofeg` block. Both methods live in `spacy_bioel.research`.
 """
 from __future__ import annotations
 

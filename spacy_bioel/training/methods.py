@@ -1,5 +1,6 @@
 """The training methods a linker's config brings, as hooks (`hooks.TrainingHook`):
-GraphPrompt's step for a loss that uses the KB graph, BioFEG's epoch ends."""
+the step a loss brings (GraphPrompt's), BioFEG's epoch ends (both in
+`spacy_bioel.research`, which this package never imports)."""
 from __future__ import annotations
 
 from typing import Any, List, Optional
@@ -8,13 +9,12 @@ from .hooks import TrainingHook
 
 
 def training_hooks(loss: Any, biofeg: Optional[TrainingHook]) -> List[TrainingHook]:
-    """The hooks a linker's config brings: GraphPrompt's step for a loss that
-    uses the KB graph, then BioFEG's epoch ends."""
+    """The hooks a linker's config brings: the step its loss brings (`hook`,
+    e.g. GraphPrompt's), then BioFEG's epoch ends."""
     hooks: List[TrainingHook] = []
-    if getattr(loss, "uses_graph", False):
-        from .graph_step import GraphPromptHook
-
-        hooks.append(GraphPromptHook())
+    make_hook = getattr(loss, "hook", None)
+    if callable(make_hook):
+        hooks.append(make_hook())
     if biofeg is not None:
         hooks.append(biofeg)
     return hooks

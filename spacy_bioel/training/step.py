@@ -23,7 +23,6 @@ import numpy as np
 
 from ..encoders.thinc_biencoder import concept_tower_trained
 from ..index.name_index import NameIndex
-from .fgsm import FGSM
 from .negatives import NegativeSampler
 
 
@@ -44,8 +43,10 @@ class MentionBatch:
 
 
 def train_step(model, loss_fn: Callable, batch: MentionBatch, index: NameIndex,
-               sampler: NegativeSampler, fgsm: Optional[FGSM], rng: np.random.Generator) -> float:
+               sampler: NegativeSampler, fgsm: Optional[Any], rng: np.random.Generator) -> float:
     """Forward, loss and one backward pass; gradients are left for finish_update.
+    `fgsm`: an adversary of the names (`research.fgsm.FGSM`: `epsilon`, `weight`,
+    `perturb`, `encode_frozen`), or None.
 
     RETURNS (float): the loss value.
     """

@@ -110,14 +110,47 @@ def test_local_engine_links_and_verifies(tmp_path, pipeline_dir):
     assert again.exception.code == "E205"  # never mixes two runs' parts
 
 
-def test_ray_engine_equals_local_and_survives_a_killed_worker(tmp_path, pipeline_dir, monkeypatch):
-    ray = pytest.importorskip("ray", reason="Ray Data (the ray extra)")
-    from spacy_bioel.corpus_linking.ray_engine import KILL_ONCE_ENV
+# The fault drill, installed in each Ray worker process by Ray's `worker_process_setup_hook`
+# (nothing of it is in the library): the first actor to finish N batches dies abruptly after
+# writing its N-th part and before returning it, once per MARKER file.
+FAULT_DRILL = """
+import os
 
+def install():
+    from spacy_bioel.corpus_linking import worker
+
+    marker, _, after = os.environ["BIOEL_TEST_KILL_ONCE"].rpartition(":")
+    link_and_write, calls = worker.LinkWorker.link_and_write, [0]
+
+    def dying(self, records):
+        summary = link_and_write(self, records)
+        calls[0] += 1
+        if calls[0] >= int(after):
+            try:
+                os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                return summary
+            os._exit(137)
+        return summary
+
+    worker.LinkWorker.link_and_write = dying
+"""
+
+
+def test_ray_engine_equals_local_and_survives_a_killed_worker(tmp_path, pipeline_dir):
+    import logging
+    import os
+
+    ray = pytest.importorskip("ray", reason="Ray Data (the ray extra)")
     write_jsonl(tmp_path / "a.jsonl", 240)
     run(pipeline_dir, tmp_path / "a.jsonl", tmp_path / "local", "--batch-docs", "10")
     marker = tmp_path / "killed"
-    monkeypatch.setenv(KILL_ONCE_ENV, f"{marker}:3")  # the first actor to finish 3 batches dies
+    (tmp_path / "bioel_fault_drill.py").write_text(FAULT_DRILL)
+    path = os.pathsep.join(p for p in [str(tmp_path), os.environ.get("PYTHONPATH", "")] if p)
+    ray.init(include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False,
+             runtime_env={"worker_process_setup_hook": "bioel_fault_drill.install",
+                          "env_vars": {"PYTHONPATH": path,  # the first actor to finish 3 batches dies
+                                       "BIOEL_TEST_KILL_ONCE": f"{marker}:3"}})
     try:
         result = run(pipeline_dir, tmp_path / "a.jsonl", tmp_path / "ray", "--engine", "ray",
                      "--num-workers", "2", "--batch-docs", "10", "--chunk-mb", "0.004",

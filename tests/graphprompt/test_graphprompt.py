@@ -9,7 +9,7 @@ from thinc.api import Adam
 
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.errors import BioELError
-from spacy_bioel.graphprompt.templates import GraphTemplates, relation_phrase
+from spacy_bioel.research.graphprompt_templates import GraphTemplates, relation_phrase
 from spacy_bioel.training.readers import gold_spans_doc
 
 CONCEPTS = [  # id, name, synonyms, relations
@@ -70,7 +70,7 @@ def test_templates_follow_the_graph_and_never_read_test_synonyms():
 def test_loss_matches_hand_computation_and_steps_the_batchnorm():
     import torch
 
-    from spacy_bioel.losses.graphprompt import GraphPromptLoss
+    from spacy_bioel.research.graphprompt_loss import GraphPromptLoss
 
     entities = torch.nn.functional.normalize(torch.randn(5, 4), dim=1)
     owners = torch.tensor([0, 1, 1, 2, 3])  # concept 1 has two names
@@ -209,7 +209,7 @@ def test_templates_whose_mask_is_cut_off_are_dropped_and_counted(tiny_bert_dir):
 
     from spacy.util import registry
 
-    from spacy_bioel.training.graph_step import _fitting
+    from spacy_bioel.research.graphprompt_step import _fitting
 
     model = registry.resolve({"m": {"@architectures": "spacy-bioel.BiEncoder.v1",
                                     "encoder": str(tiny_bert_dir), "max_length": 8}})["m"]

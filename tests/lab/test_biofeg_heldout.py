@@ -6,7 +6,7 @@ import srsly
 import torch
 
 from spacy_bioel.errors import BioELError
-from spacy_bioel.training.feature_gan import FeatureGenerator
+from spacy_bioel.research.feature_gan import FeatureGenerator
 from tests.training.test_biofeg import build, spy_on_gan
 
 

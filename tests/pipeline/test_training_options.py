@@ -123,7 +123,7 @@ def test_fgsm_moves_names_adversarially(tiny_bert_dir, chunk):
     from thinc.api import xp2torch
 
     from spacy_bioel.encoders.thinc_biencoder import torch_module
-    from spacy_bioel.training.fgsm import FGSM
+    from spacy_bioel.research.fgsm import FGSM
 
     torch.manual_seed(0)
     _, linker, _ = build(tiny_bert_dir)
@@ -147,7 +147,7 @@ def test_fgsm_on_a_frozen_concept_tower_runs_it_in_eval_mode(tiny_bert_dir):
     from thinc.api import xp2torch
 
     from spacy_bioel.encoders.thinc_biencoder import torch_module
-    from spacy_bioel.training.fgsm import FGSM
+    from spacy_bioel.research.fgsm import FGSM
 
     torch.manual_seed(0)
     _, linker, _ = build(tiny_bert_dir, model=frozen_tower(tiny_bert_dir))

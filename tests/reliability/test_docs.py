@@ -119,14 +119,14 @@ N_PROCESS_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("settings", [
-    {}, {"cache_across_calls": True, "shortcut": {"@misc": "spacy-bioel.ExactShortcut.v1"}},
+    {}, {"shortcut": {"@misc": "spacy-bioel.ExactShortcut.v1"}},
     pytest.param({"runtime": {"@misc": "spacy-bioel.OnnxRuntime.v1", "quantize": "int8"}},
                  marks=needs("onnxruntime", "onnx")),
     pytest.param({"runtime": {"@misc": "spacy-bioel.OnnxRuntime.v1", "quantize": "int8-all"},
                   "index": {"@misc": "spacy-bioel.NameIndex.v2", "index_type": "int8",
                             "vectors_dtype": "float16"}},
                  marks=needs("onnxruntime", "onnx"))],
-    ids=["default", "cache-and-shortcut", "onnx-int8", "onnx-int8-scan"])
+    ids=["default", "shortcut", "onnx-int8", "onnx-int8-scan"])
 def test_n_process_2_matches_n_process_1_with_default_threads(tiny_bert_dir, tmp_path, settings):
     import json
     import os

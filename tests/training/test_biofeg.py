@@ -9,8 +9,8 @@ from thinc.api import Adam
 
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.errors import BioELError, BioELWarning
-from spacy_bioel.training.biofeg import description_text
-from spacy_bioel.training.feature_gan import (FeatureCritic, GANSettings, generate_features,
+from spacy_bioel.research.biofeg import description_text
+from spacy_bioel.research.feature_gan import (FeatureCritic, GANSettings, generate_features,
                                               gradient_penalty, train_feature_gan)
 from tests.utils import gold_examples, spacy_train_toy, torch_linker
 
@@ -117,7 +117,7 @@ def build(tiny_bert_dir, shared=False, train_concept_tower=True, examples=True, 
 
 def spy_on_gan(monkeypatch) -> dict:
     """Record the conditions train_feature_gan is called with (key 'conditions')."""
-    import spacy_bioel.training.biofeg as biofeg_module
+    import spacy_bioel.research.biofeg as biofeg_module
 
     seen = {}
     real_train = biofeg_module.train_feature_gan
@@ -254,7 +254,7 @@ def test_each_description_is_encoded_once(tiny_bert_dir, monkeypatch):
 
 
 def test_refuses_graphprompt_before_training_the_gan(tiny_bert_dir, monkeypatch):
-    import spacy_bioel.training.biofeg as biofeg_module
+    import spacy_bioel.research.biofeg as biofeg_module
 
     _, linker, _ = build(tiny_bert_dir)
     linker.loss = type("GraphLoss", (), {"uses_graph": True})()

@@ -40,8 +40,8 @@ import numpy as np
 import srsly
 
 from ..errors import BioELError, Errors, Warnings, warn
+from ..training.hooks import Trainee, TrainingHook
 from .feature_gan import GANSettings, generate_features, train_feature_gan
-from .hooks import Trainee, TrainingHook
 
 if TYPE_CHECKING:
     from ..kb.concept import Concept

@@ -5,7 +5,7 @@ the batch's mentions (x_s, in the encoder's T0 prompt), the canonical names of
 their gold concepts (x_v, for L_c), and freshly sampled T1 and T2 graph
 templates (their [MASK] states, `BiEncoder.mask_states`). Every query is scored
 against all cached name embeddings (the name index) and the loss combines the
-terms of eq. 10 (`losses.graphprompt`).
+terms of eq. 10 (`graphprompt_loss`).
 
 References:
     Xu et al., GraphPrompt (paper 003), Secs. 4.2-5.3 and Appendix A.2.
@@ -19,8 +19,8 @@ import numpy as np
 from ..encoders.common import span_of_input
 from ..errors import BioELError, Errors
 from ..index.name_index import NameIndex
-from .hooks import StepResult, Trainee, TrainingHook
-from .step import MentionBatch
+from ..training.hooks import StepResult, Trainee, TrainingHook
+from ..training.step import MentionBatch
 
 
 class GraphPromptHook(TrainingHook):
@@ -39,7 +39,7 @@ class GraphPromptHook(TrainingHook):
     def prepared_loss(linker: Trainee):
         """The linker's GraphPrompt loss module with templates for its current KB
         and training mentions."""
-        from ..graphprompt.templates import GraphTemplates
+        from .graphprompt_templates import GraphTemplates
 
         loss = linker.loss.module
         if linker.fgsm is not None and linker.fgsm.epsilon > 0:

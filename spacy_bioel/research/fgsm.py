@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
-from ..encoders.thinc_biencoder import tokenize, torch_module
 from ..encoders.common import length_buckets
+from ..encoders.thinc_biencoder import tokenize, torch_module
 
 
 class FGSM:

@@ -54,7 +54,7 @@ class GraphPromptLoss(nn.Module):
     max_words (int): Names in a template are cut to this many words.
     """
 
-    uses_graph = True  # the linker trains with `training.graph_step`
+    uses_graph = True  # the linker trains with `graphprompt_step`
 
     def __init__(self, lambda_p: float = 1.0, lambda_c: float = 1.0, lambda_1: float = 1.0,
                  lambda_2: float = 1.0, score_norm: bool = True, temperature: float = 0.05,
@@ -77,7 +77,7 @@ class GraphPromptLoss(nn.Module):
         self.counts: Counter = Counter()  # templates_truncated, ...
 
     def prepare(self, templates, key=None) -> None:
-        """Use `templates` (a `graphprompt.templates.GraphTemplates`), built from
+        """Use `templates` (a `graphprompt_templates.GraphTemplates`), built from
         `key` (any hashable naming their sources; a new key means rebuild)."""
         self.templates, self.templates_key = templates, key
 
