@@ -80,7 +80,7 @@ def build_biencoder(encoder: str = DEFAULT_ENCODER, pooling: str = "mean",
 
 def init(model: Model, X: Optional[EncoderInput] = None, Y: Optional[Any] = None) -> None:
     """Load the transformer (weights included) unless already built; a contextual
-    model's span layer (`contextual.py`) is initialized too."""
+    model's span layer (`research/contextual.py`) is initialized too."""
     for layer in model.layers[1 if is_built(model) else 0:]:
         layer.initialize()
     if is_built(model):

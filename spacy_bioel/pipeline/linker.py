@@ -63,6 +63,7 @@ class BioELLinker(TrainablePipe):
         self.rng = np.random.default_rng()
         self.steps = updates.TrainingState()
         self.timings: Counter = Counter()  # seconds per prediction stage (`Decider.timed`)
+        self.decider = Decider(self)  # the prediction path, reading the linker's current parts
 
     # what the linker knows lives in `state`; these read and write it
     index = property(lambda self: self.state.index, lambda self, v: setattr(self.state, "index", v))
@@ -182,7 +183,7 @@ class BioELLinker(TrainablePipe):
         with call_cache(self):
             for docs in mention_batches(stream, batch_size, self.cfg["spans_key"]):
                 try:
-                    with self.decider().timed("linker"):
+                    with self.decider.timed("linker"):
                         self.set_annotations(docs, self.predict(docs))
                     yield from docs
                 except Exception as err:  # spaCy's contract: the pipeline's error handler decides
@@ -241,23 +242,17 @@ class BioELLinker(TrainablePipe):
         raise NotImplementedError(Errors.E161.format(name=self.name))
 
     # -------------------------------------------------------------- predict
-    def decider(self) -> Decider:
-        """The prediction path over the current state, model, stages and settings."""
-        return Decider(self.state, self.model, self.runtime, self.candidates, self.ranker, self.nil,
-                       self.shortcut, self.type_filter, self.cfg, self.require_model, self.name,
-                       self.timings)
-
     def retrieve(self, docs: Sequence[Doc], knn_k: Optional[int] = None) -> List[Retrieved]:
         """Per mention (docs in order), everything `predict` ranks, uncached (`Decider.retrieve`)."""
-        return self.decider().retrieve(docs, knn_k)
+        return self.decider.retrieve(docs, knn_k)
 
     def decide(self, retrieved: List[Retrieved]) -> List[Dict[str, Any]]:
         """Per mention, the decision from its retrieved alternatives (`Decider.decide`)."""
-        return list(map(self.decider().decide, retrieved))
+        return list(map(self.decider.decide, retrieved))
 
     def predict(self, docs: Iterable[Doc]) -> List[List[Dict[str, Any]]]:
         """RETURNS (List[List[Dict[str, Any]]]): per doc, per ent, the decision."""
-        return self.decider().predict(list(docs), self.call)
+        return self.decider.predict(list(docs), self.call)
 
     def set_annotations(self, docs: Iterable[Doc], predictions: List[List[Dict[str, Any]]]) -> None:
         """Write each decision and its cross-references on its span (`extensions.write_docs`)."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -34,25 +33,31 @@ from .state import LinkerState
 Entity = Tuple[int, Span]  # (doc index, entity)
 
 
-@dataclass
 class Decider:
-    """The prediction path of one linker, handed what it reads: the state (KB,
-    index, datastore), the model and the stages, and the settings. The
-    component builds one per call (`BioELLinker.decider`), so a stage replaced
-    with `set_stage` is the one used next."""
+    """The prediction path of one linker. The component makes one when it is
+    built (`BioELLinker.decider`) and keeps it: at each call it reads the linker's
+    current state (KB, index, datastore), model, stages and settings (`cfg`), so a
+    stage replaced with `set_stage` or a setting changed with `set_option` is the
+    one used next."""
 
-    state: LinkerState
-    model: Any  # the thinc bi-encoder
-    runtime: Any  # encodes mentions (PyTorch or ONNX Runtime)
-    candidates: Callable
-    ranker: Any
-    nil: Any
-    shortcut: Any
-    type_filter: Any
-    settings: Dict[str, Any]
-    require_model: Callable[[str], None]  # builds a deferred PyTorch module
-    name: str = "bioel_linker"
-    timings: Counter = field(default_factory=Counter)  # seconds per stage (`timed`)
+    def __init__(self, linker: Any) -> None:
+        self.linker = linker  # a `BioELLinker` (this module never imports it)
+
+    state: LinkerState = property(lambda self: self.linker.state)  # type: ignore[assignment]
+    model = property(lambda self: self.linker.model, doc="The thinc bi-encoder.")
+    runtime = property(lambda self: self.linker.runtime, doc="Encodes mentions (PyTorch or ONNX Runtime).")
+    candidates = property(lambda self: self.linker.candidates)
+    ranker = property(lambda self: self.linker.ranker)
+    nil = property(lambda self: self.linker.nil)
+    shortcut = property(lambda self: self.linker.shortcut)
+    type_filter = property(lambda self: self.linker.type_filter)
+    cfg = property(lambda self: self.linker.cfg, doc="The linker's settings (`LinkerSettings`).")
+    name = property(lambda self: self.linker.name)
+    timings = property(lambda self: self.linker.timings, doc="Seconds per stage (`timed`).")
+
+    def require_model(self, why: str) -> None:
+        """Build a deferred PyTorch module before `why`."""
+        self.linker.require_model(why)
 
     @contextmanager
     def timed(self, stage: str) -> Iterator[None]:
@@ -64,36 +69,37 @@ class Decider:
         finally:
             self.timings[stage] += time.perf_counter() - start
 
-    def _early(self, docs: Sequence[Doc]
+    def decide_without_encoder(self, docs: Sequence[Doc]
                ) -> Tuple[List[Entity], Dict[SpanKey, str], List[Optional[Retrieved]]]:
         """Every entity, the long forms of defined abbreviations, and the
         alternatives of the entities decided without the encoder (None for the others)."""
-        key = self.settings["spans_key"]
-        every = [(i, ent) for i, doc in enumerate(docs) for ent in mention_spans(doc, key)]
-        forms = long_forms(list(docs), key) if self.settings["abbreviations"] else {}
+        key = self.cfg["spans_key"]
+        entities = [(i, ent) for i, doc in enumerate(docs) for ent in mention_spans(doc, key)]
+        long_forms_at = long_forms(list(docs), key) if self.cfg["abbreviations"] else {}
         shortcut = self.shortcut
-        early: List[Optional[Retrieved]] = [None] * len(every)
-        for k, (i, ent) in enumerate(every):
-            if self.settings["nil_without_alnum"] and not has_alnum(ent.text):
-                early[k] = []
-            elif shortcut is not None and (i, ent.start_char, ent.end_char) not in forms:
+        without_encoder: List[Optional[Retrieved]] = [None] * len(entities)
+        for k, (i, ent) in enumerate(entities):
+            if self.cfg["nil_without_alnum"] and not has_alnum(ent.text):
+                without_encoder[k] = []
+            elif shortcut is not None and (i, ent.start_char, ent.end_char) not in long_forms_at:
                 concept = shortcut.concept(ent.text, ent.label_, self.type_filter)
                 if concept is not None:
-                    early[k] = [{"candidates": [(self.state.index.names.concept_ids[concept], 1.0, 1.0)],
-                                 "neighbours": [], "shortcut": True}]
-        return every, forms, early
+                    concept_id = self.state.index.names.concept_ids[concept]
+                    without_encoder[k] = [{"candidates": [(concept_id, 1.0, 1.0)], "neighbours": [],
+                                           "shortcut": True}]
+        return entities, long_forms_at, without_encoder
 
     def retrieve(self, docs: Sequence[Doc], knn_k: Optional[int] = None
                  ) -> List[Retrieved]:
         """Per entity (docs in order), its alternatives: none for a NIL without
         letters or digits, the shortcut's one, or the candidates and datastore
         neighbours of its text and of its long form. No cache (tuning reads this)."""
-        every, forms, early = self._early(docs)
-        rest = [k for k, alternatives in enumerate(early) if alternatives is None]
-        for k, alternatives in zip(rest, self.retrieve_spans([every[k] for k in rest], forms,
-                                                         knn_k, None)):
-            early[k] = alternatives
-        return early  # type: ignore[return-value]
+        entities, long_forms_at, without_encoder = self.decide_without_encoder(docs)
+        rest = [k for k, alternatives in enumerate(without_encoder) if alternatives is None]
+        retrieved = self.retrieve_spans([entities[k] for k in rest], long_forms_at, knn_k, None)
+        for k, alternatives in zip(rest, retrieved):
+            without_encoder[k] = alternatives
+        return without_encoder  # type: ignore[return-value]
 
     def predict(self, docs: Sequence[Doc], cache: Optional[LinkCache]
                 ) -> List[List[Dict[str, Any]]]:
@@ -101,12 +107,12 @@ class Decider:
         if is_contextual(self.model):  # the same text reads differently in each context
             cache = None
         with self.timed("early"):
-            every, forms, early = self._early(docs)
-        decisions: List[Optional[Dict[str, Any]]] = [None] * len(every)
+            entities, long_forms_at, without_encoder = self.decide_without_encoder(docs)
+        decisions: List[Optional[Dict[str, Any]]] = [None] * len(entities)
         pending: Dict[Hashable, List[int]] = {}
         with self.timed("decide"):
             by_concept: Dict[str, Dict[str, Any]] = {}  # a shortcut's decision depends on its concept only
-            for k, alternatives in enumerate(early):
+            for k, alternatives in enumerate(without_encoder):
                 if alternatives and alternatives[0].get("shortcut"):
                     concept = alternatives[0]["candidates"][0][0]
                     if concept not in by_concept:
@@ -114,8 +120,8 @@ class Decider:
                     decisions[k] = by_concept[concept]
                 elif alternatives is not None:
                     decisions[k] = self.decide(alternatives)
-        rest = [k for k in range(len(every)) if decisions[k] is None]
-        keys = self.decision_keys([every[k] for k in rest], forms) if cache is not None else rest
+        rest = [k for k in range(len(entities)) if decisions[k] is None]
+        keys = self.decision_keys([entities[k] for k in rest], long_forms_at) if cache is not None else rest
         for k, key in zip(rest, keys):
             hit = cache.decisions.get(key) if cache is not None else None
             if hit is not None:
@@ -124,7 +130,7 @@ class Decider:
             else:
                 pending.setdefault(key, []).append(k)
         firsts = [positions[0] for positions in pending.values()]
-        retrieved = self.retrieve_spans([every[k] for k in firsts], forms, None, cache)
+        retrieved = self.retrieve_spans([entities[k] for k in firsts], long_forms_at, None, cache)
         start = time.perf_counter()
         for (key, positions), alternatives in zip(pending.items(), retrieved):
             decision = self.decide(alternatives)
@@ -136,16 +142,16 @@ class Decider:
                 cache.stats["decision_hits"] += len(positions) - 1
         self.timings["decide"] += time.perf_counter() - start
         per_doc: List[List[Dict[str, Any]]] = [[] for _ in docs]
-        for (i, _), decision in zip(every, decisions):
+        for (i, _), decision in zip(entities, decisions):
             per_doc[i].append(decision)  # type: ignore[arg-type]
         return per_doc
 
     def decide(self, alternatives: Retrieved) -> Dict[str, Any]:
         if not alternatives:
             return dict(NIL_WITHOUT_ALNUM)
-        return decide_entity(alternatives, self.ranker, self.nil, self.settings["top_k"])
+        return decide_entity(alternatives, self.ranker, self.nil, self.cfg["top_k"])
 
-    def decision_keys(self, spans: Sequence[Entity], forms: Dict[SpanKey, str]
+    def decision_keys(self, spans: Sequence[Entity], long_forms_at: Dict[SpanKey, str]
                       ) -> List[Hashable]:
         """(text, long form, label, held-out document key) of each entity, each text
         as every stage that reads it sees it: as the encoder sees it (its tokenizer's
@@ -153,9 +159,9 @@ class Decider:
         `text_key`: TF-IDF and exact names keep accents; an unknown generator, the raw
         text). The label counts only with a type filter, the document only when it is
         held out of the datastore (`HELD_OUT_KNN`)."""
-        context = self.settings["context_window"]
+        context = self.cfg["context_window"]
         texts = [mention_input(ent, context) for _, ent in spans]
-        longs = [forms.get((i, ent.start_char, ent.end_char)) for i, ent in spans]
+        longs = [long_forms_at.get((i, ent.start_char, ent.end_char)) for i, ent in spans]
         keyed = self.runtime.cache_keys(self.model, texts + [f for f in longs if f is not None])
         text_key = getattr(self.candidates, "text_key", lambda text: text)
         keyed = [(key, text_key(text)) for key, text in
@@ -171,7 +177,7 @@ class Decider:
                         ) -> np.ndarray:
         """(len(texts), dim) mention embeddings from the runtime; with a cache, each
         text the encoder reads alike (`runtime.cache_keys`) is encoded once."""
-        batch_size = self.settings["encode_batch_size"]
+        batch_size = self.cfg["encode_batch_size"]
         if cache is None:
             return self.runtime.encode(self.model, texts, batch_size)
         keys = self.runtime.cache_keys(self.model, texts)
@@ -188,7 +194,7 @@ class Decider:
         """Embeddings of a contextual model: each entity read in its document; a long
         form (texts after the entities') read where it occurs in the document, nearest
         before its abbreviation (the entity itself if it does not occur)."""
-        from ..encoders.contextual import embed_entities, locate
+        from ..encoders.spans import embed_entities, locate
 
         self.require_model("encoding mentions")
         rows = []
@@ -199,7 +205,7 @@ class Decider:
             rows.append((ent.doc, start, end))
         return embed_entities(self.model, rows)
 
-    def retrieve_spans(self, spans: List[Entity], forms: Dict[SpanKey, str],
+    def retrieve_spans(self, spans: List[Entity], long_forms_at: Dict[SpanKey, str],
                        knn_k: Optional[int], cache: Optional[LinkCache]) -> List[Retrieved]:
         """Candidates and datastore neighbours of each span's text and long form."""
         out: List[Retrieved] = [[] for _ in spans]
@@ -209,14 +215,14 @@ class Decider:
             raise BioELError(Errors.E168)
         if self.state.index.stale or self.state.datastore_stale:
             warn(Warnings.W006.format(name=self.name))
-        texts, labels, owner = mention_alternatives(spans, self.settings["context_window"], forms)
+        texts, labels, owner = mention_alternatives(spans, self.cfg["context_window"], long_forms_at)
         with self.timed("encode"):
             if is_contextual(self.model):
                 queries = self.contextual_queries(spans, texts, owner)
             else:
                 queries = self.encode_mentions(texts, cache)
         masks = self.type_filter.masks(labels) if self.type_filter is not None else None
-        k = min(self.settings["retrieve_k"], len(self.state.index.names.concept_ids))
+        k = min(self.cfg["retrieve_k"], len(self.state.index.names.concept_ids))
         with self.timed("search"):
             found = self.candidates(texts, queries, self.state.index, k, masks)
         ranker, datastore = self.ranker, self.state.datastore

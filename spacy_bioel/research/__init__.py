@@ -6,5 +6,7 @@ points like the core's stages and reached through the linker's training hooks
 
 - BioFEG (Sui et al.): `biofeg`, `feature_gan`;
 - GraphPrompt (Xu et al.): `graphprompt_loss`, `graphprompt_step`, `graphprompt_templates`;
-- FGSM and random / mixed negatives (Wiatrak et al.): `fgsm`, `registry`.
+- FGSM and random / mixed negatives (Wiatrak et al.): `fgsm`, `registry`;
+- the mention tower that pools an upstream component's token vectors: `contextual`, and
+  spacy-transformers' model taking the embedded encoder's name: `trf`.
 """

@@ -37,7 +37,7 @@ class MentionBatch:
         """The mention tower's input: the texts, or a contextual model's spans."""
         if self.spans is None:
             return (self.texts, "mention")
-        from ..encoders.contextual import span_input
+        from ..encoders.spans import span_input
 
         return (span_input(*self.spans, model.ops), "spans")
 
@@ -62,7 +62,7 @@ def train_step(model, loss_fn: Callable, batch: MentionBatch, index: NameIndex,
         output, backprop = model.begin_update(batch.inputs(model))
         queries = model.ops.to_numpy(output)  # (batch, dim)
         if batch.spans is not None:
-            from ..encoders.contextual import check_width
+            from ..encoders.spans import check_width
 
             check_width(model, queries)
     positives, negatives, p = sampler(queries, batch.gold, index, rng)

@@ -9,8 +9,8 @@ import pytest
 import spacy
 from thinc.api import Model
 
-from spacy_bioel.encoders.contextual import (build_contextual_biencoder, embed_entities,
-                                             l2_normalize, span_input)
+from spacy_bioel.encoders.spans import embed_entities, span_input
+from spacy_bioel.research.contextual import build_contextual_biencoder, l2_normalize
 from spacy_bioel.errors import BioELError
 from tests.utils import gold_examples
 
@@ -274,7 +274,7 @@ def test_spacy_train_with_a_transformer_component(tiny_bert_dir, tmp_path):
 
 def test_transformer_model_resolves_the_embedded_name_only_when_loading():
     pytest.importorskip("spacy_transformers", reason="the trf extra is not installed here")
-    from spacy_bioel.encoders.trf import build_transformer_model
+    from spacy_bioel.research.trf import build_transformer_model
 
     model = build_transformer_model("embedded:all-MiniLM-L6-v2")
     assert model.attrs["name"] == "embedded:all-MiniLM-L6-v2"  # nothing loaded yet
@@ -283,7 +283,7 @@ def test_transformer_model_resolves_the_embedded_name_only_when_loading():
 def test_transformer_model_without_spacy_transformers_says_what_to_install(monkeypatch):
     import builtins
 
-    from spacy_bioel.encoders.trf import build_transformer_model
+    from spacy_bioel.research.trf import build_transformer_model
 
     real = builtins.__import__
 

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from spacy.util import registry
 
 from ..errors import BioELError, Errors
-from .common import DEFAULT_ENCODER, resolve_model_path
+from ..encoders.common import DEFAULT_ENCODER, resolve_model_path
 
 
 @registry.architectures("spacy-bioel.TransformerModel.v1")
