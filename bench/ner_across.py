@@ -46,7 +46,7 @@ def evaluate(models: Dict[str, Path], corpora: Dict[str, Path], n_bootstrap: int
 
 def markdown(report: Dict[str, Any], title: str) -> str:
     corpora = list(report["corpora"])
-    lines = [f"# {title}", "", "Strict NER F1 (spans only, one label) on each corpus' raw test text, "
+    lines = [f"# {title}", "", "Strict NER F1 (spans only, one label) on each corpus' raw text (the split given), "
              "with the abbreviations' consistency; 95% intervals from "
              f"{report['bootstrap']} bootstrap resamples of the documents.", "",
              "| NER | " + " | ".join(f"{c} F1 [95% CI] (P / R)" for c in corpora) + " | docs/s |",
