@@ -36,9 +36,9 @@ def _mentions(nlp, linker, path: Path) -> Dict[str, np.ndarray]:
     seen = np.zeros(len(gold), dtype=bool)
     seen[encoded] = True
     return {
-        "support": np.array([d.get("support") if d.get("support") is not None else -1.0 for d in decisions]),
-        "has_candidates": np.array([bool(d["candidates"]) for d in decisions]),
-        "right": np.array([bool(d["candidates"]) and d["candidates"][0][0] in g
+        "support": np.array([d.support if d.support is not None else -1.0 for d in decisions]),
+        "has_candidates": np.array([bool(d.candidates) for d in decisions]),
+        "right": np.array([bool(d.candidates) and d.candidates[0][0] in g
                            for d, g in zip(decisions, gold)]),
         "gold_nil": np.array([not g for g in gold]),
         "encoded": seen,

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 from contextlib import contextmanager
-from typing import Any, Dict, Hashable, Iterator, Optional
+from typing import Any, Hashable, Iterator, Optional
 
-from .decisions import pack_decision, unpack_decision
+from .decisions import Decision, pack_decision, unpack_decision
 
 
 class LRUCache:
@@ -62,13 +62,13 @@ class LRUCache:
 
 class DecisionCache(LRUCache):
     """An `LRUCache` of entity decisions, each held packed (`pack_decision`);
-    `get` returns a fresh dict."""
+    `get` returns a fresh `Decision`."""
 
-    def get(self, key: Hashable) -> Optional[Dict[str, Any]]:
+    def get(self, key: Hashable) -> Optional[Decision]:
         packed = super().get(key)
         return unpack_decision(packed) if packed is not None else None
 
-    def put(self, key: Hashable, value: Dict[str, Any]) -> None:
+    def put(self, key: Hashable, value: Decision) -> None:
         if self.size > 0:
             super().put(key, pack_decision(value))
 

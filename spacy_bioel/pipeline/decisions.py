@@ -12,12 +12,57 @@ expansion is the more specific of the two (untrained default, NCBI dev Acc@1
 from __future__ import annotations
 
 from array import array
-from typing import Any, Dict, List, Tuple
+from dataclasses import dataclass, replace
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..kb.knowledge_base import NIL
+from ..kb.xrefs import id_in_space
 
 SUPPORT_TIE = 1e-5
 Retrieved = List[Dict[str, Any]]  # per mention alternative: candidates, neighbours
-NIL_WITHOUT_ALNUM = {"candidates": [], "nil_score": 1.0, "is_nil": True, "probability": 0.0,
-                     "support": -1.0, "similarity": None, "reason": "nil_without_alnum"}
+
+
+@dataclass
+class Decision:
+    """One entity's link, as the linker writes it on its span and caches it.
+
+    candidates: [(concept id, probability)] best first (`top_k` of them).
+    nil_score: the NIL stage's score (NIL when it reaches the threshold).
+    is_nil: whether the entity links to no concept.
+    probability: the probability that the top candidate is right.
+    support: the best cosine among the candidates and the nearest training mention.
+    similarity: the cosine of the top candidate's best name (None without one).
+    reason: why no encoder was needed ('exact_shortcut', 'nil_without_alnum'), or None.
+    """
+
+    candidates: List[Tuple[str, float]]
+    nil_score: float
+    is_nil: bool
+    probability: float
+    support: float
+    similarity: Optional[float]
+    reason: Optional[str] = None
+
+    @property
+    def concept_id(self) -> Optional[str]:
+        """The linked concept's id (None for NIL)."""
+        return None if self.is_nil or not self.candidates else self.candidates[0][0]
+
+    def kb_id(self, concept, id_space: Optional[str]) -> Tuple[str, bool]:
+        """What `ent.kb_id_` holds: NIL, the concept's id, or with an `id_space` and
+        the linked `concept` (a KB record) its id there ('NIL' when it has none).
+        RETURNS (Tuple[str, bool]): the id and whether `id_space` had no id for it."""
+        if self.concept_id is None:
+            return NIL, False
+        if id_space and concept is not None:
+            in_space = id_in_space(concept, id_space)
+            return (in_space, False) if in_space is not None else (NIL, True)
+        return self.concept_id, False
+
+
+def nil_without_alnum() -> Decision:
+    """The decision of a mention with no letter or digit: NIL, unencoded."""
+    return Decision([], 1.0, True, 0.0, -1.0, None, "nil_without_alnum")
 
 
 def prefers_later(later_support: float, best_support: float) -> bool:
@@ -25,45 +70,39 @@ def prefers_later(later_support: float, best_support: float) -> bool:
     return later_support >= best_support - SUPPORT_TIE
 
 
-def decide_entity(alternatives: Retrieved, ranker, nil, top_k: int) -> Dict[str, Any]:
-    """RETURNS (Dict[str, Any]): candidates [(id, p)], nil_score, is_nil,
-    probability, support, similarity, and `reason` when no encoder was involved."""
+def decide_entity(alternatives: Retrieved, ranker, nil, top_k: int) -> Decision:
+    """RETURNS (Decision): the best-supported alternative ranked, then the NIL stage."""
     if not alternatives:
-        return dict(NIL_WITHOUT_ALNUM)
+        return nil_without_alnum()
     rankings = [ranker.rank(a["candidates"], a["neighbours"], top_k) for a in alternatives]
     best = rankings[0]
     for ranking in rankings[1:]:
         best = ranking if prefers_later(ranking.support, best.support) else best
     is_nil, nil_score, probability = nil.decide(best.support, bool(best.candidates))
-    result = {"candidates": best.candidates, "nil_score": nil_score, "is_nil": is_nil,
-              "probability": probability, "support": best.support,
-              "similarity": best.similarity}
-    if alternatives[0].get("shortcut"):
-        result["reason"] = "exact_shortcut"
-    return result
+    return Decision(best.candidates, nil_score, is_nil, probability, best.support, best.similarity,
+                    "exact_shortcut" if alternatives[0].get("shortcut") else None)
 
 
-def pack_decision(decision: Dict[str, Any]) -> Tuple[Any, ...]:
+def pack_decision(decision: Decision) -> Tuple[Any, ...]:
     """A decision as a cache holds it: its candidate ids in a tuple, their
     probabilities in one float64 array and its other fields in a tuple (a third
-    of the memory of the dict of (id, p) tuples). Exact:
-    `unpack_decision` gives back an equal dict."""
-    candidates = decision["candidates"]
+    of the memory of a list of (id, p) tuples). Exact: `unpack_decision` gives
+    back an equal decision."""
+    candidates = decision.candidates
     if all(len(c) == 2 for c in candidates):
         ids = tuple(c[0] for c in candidates)
         probs = array("d", [c[1] for c in candidates])
     else:  # not (id, p) pairs: kept as they are
         ids, probs = tuple(candidates), None
-    rest = tuple((k, v) for k, v in decision.items() if k != "candidates")
-    return ids, probs, rest
+    return ids, probs, replace(decision, candidates=[])
 
 
-def unpack_decision(packed: Tuple[Any, ...]) -> Dict[str, Any]:
-    """RETURNS (Dict[str, Any]): a fresh decision dict from `pack_decision`."""
+def unpack_decision(packed: Tuple[Any, ...]) -> Decision:
+    """RETURNS (Decision): a fresh decision from `pack_decision`."""
     ids, probs, rest = packed
     candidates = list(zip(ids, probs)) if probs is not None else list(ids)
-    return {"candidates": candidates, **dict(rest)}
+    return replace(rest, candidates=candidates)
 
 
-__all__ = ["decide_entity", "prefers_later", "pack_decision", "unpack_decision",
-           "SUPPORT_TIE", "NIL_WITHOUT_ALNUM", "Retrieved"]
+__all__ = ["Decision", "decide_entity", "nil_without_alnum", "prefers_later", "pack_decision",
+           "unpack_decision", "SUPPORT_TIE", "Retrieved"]

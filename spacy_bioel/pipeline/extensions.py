@@ -1,13 +1,10 @@
 """The Span extensions a `bioel_linker` writes (their names are settings, so
-two linkers can share a pipeline) and writing one decision on its entity."""
+two linkers can share a pipeline) and writing a decision's values on them."""
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Optional, Sequence
 
-from spacy.tokens import Doc, Span
-
-from ..kb.knowledge_base import NIL
+from spacy.tokens import Span
 
 ATTRS = ("kb_ents_attr", "is_nil_attr", "nil_score_attr", "similarity_attr", "probability_attr")
 # the default extension names and scorer of a linking component's config (linker, reranker)
@@ -34,57 +31,18 @@ def install_extensions(cfg: Dict[str, Any]) -> None:
         Span.set_extension(name, getter=read, setter=_setter(name))
 
 
-def write_entity(ent: Span, result: Dict[str, Any], cfg: Dict[str, Any]) -> None:
-    """Write one decision on its entity: kb_id_ (or 'NIL'; the id in the cfg's
-    `id_space` where the decision carries one, `xrefs.with_xrefs`) and the
-    extensions the cfg names (candidates, NIL flag and score, similarity,
-    probability, and the cross-references where the cfg names an extension)."""
-    if result["is_nil"]:
-        ent.kb_id_ = NIL
-    elif "space_id" in result:
-        ent.kb_id_ = result["space_id"] or NIL
-    else:
-        ent.kb_id_ = result["candidates"][0][0]
+def write_extensions(ent: Span, decision: Any, cfg: Dict[str, Any], xrefs: Sequence[str] = ()) -> None:
+    """Write a `decisions.Decision` on its entity's extensions that the cfg names:
+    candidates, NIL flag and score, similarity, probability, and the linked
+    concept's cross-references (`xrefs`). `ent.kb_id_` is the linker's to write
+    (`BioELLinker.set_annotations`)."""
     if cfg.get("xrefs_attr"):
-        ent._.set(cfg["xrefs_attr"], list(result.get("xrefs", ())))
-    for attr, key in (("kb_ents_attr", "candidates"), ("is_nil_attr", "is_nil"),
-                      ("nil_score_attr", "nil_score"), ("similarity_attr", "similarity"),
-                      ("probability_attr", "probability")):
-        ent._.set(cfg[attr], result[key])
-
-
-def write_decisions(spans: List[Span], decisions: List[Dict[str, Any]], cfg: Dict[str, Any],
-                    counts: Counter) -> None:
-    """Write each decision on its span (`write_entity`), counting the mentions
-    decided without the encoder by reason; E162 when the two lists differ."""
-    from ..errors import BioELError, Errors
-
-    if len(spans) != len(decisions):
-        raise BioELError(Errors.E162.format(n_ents=len(spans), n_pred=len(decisions)))
-    for span, result in zip(spans, decisions):
-        if "reason" in result:
-            counts[result["reason"]] += 1
-        write_entity(span, result, cfg)
-
-
-def write_docs(docs: Iterable[Doc], predictions: List[List[Dict[str, Any]]], cfg: Dict[str, Any],
-               counts: Counter, kb=None) -> None:
-    """Write each doc's decisions on the mentions the cfg's `spans_key` names
-    (`write_decisions`), then those spans back on the doc; with the `kb`, each
-    linked concept's cross-references and its id in the cfg's `id_space` too
-    (`xrefs.with_xrefs`)."""
-    from .mentions import mention_spans, write_spans
-
-    if kb is not None:
-        from .xrefs import with_xrefs
-
-        predictions = with_xrefs(predictions, kb, cfg.get("id_space"), counts)
-
-    key = cfg["spans_key"]
-    for doc, decisions in zip(docs, predictions):
-        spans = mention_spans(doc, key)
-        write_decisions(spans, decisions, cfg, counts)
-        write_spans(doc, key, spans)
+        ent._.set(cfg["xrefs_attr"], list(xrefs))
+    for attr, value in (("kb_ents_attr", decision.candidates), ("is_nil_attr", decision.is_nil),
+                        ("nil_score_attr", decision.nil_score),
+                        ("similarity_attr", decision.similarity),
+                        ("probability_attr", decision.probability)):
+        ent._.set(cfg[attr], value)
 
 
 def _key(name: str, span: Span) -> tuple:
@@ -110,5 +68,4 @@ def _setter(name: str) -> Callable[[Span, Any], None]:
     return set_
 
 
-__all__ = ["ATTRS", "DEFAULT_ATTRS", "SCORE_WEIGHTS", "install_extensions", "write_entity",
-           "write_decisions", "write_docs"]
+__all__ = ["ATTRS", "DEFAULT_ATTRS", "SCORE_WEIGHTS", "install_extensions", "write_extensions"]

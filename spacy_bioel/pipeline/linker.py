@@ -29,10 +29,10 @@ from ..nil.stages import ThresholdNIL
 from ..training.methods import training_hooks
 from . import serialize, served, updates
 from .cache import LinkCache, call_cache
-from .decisions import Retrieved
-from .extensions import install_extensions, write_docs
+from .decisions import Decision, Retrieved
+from .extensions import install_extensions, write_extensions
 from .linking import Decider, check_contextual
-from .mentions import mention_batches
+from .mentions import mention_batches, mention_spans, write_spans
 from .settings import LinkerSettings
 from .state import LinkerState
 
@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 class BioELLinker(TrainablePipe):
     """Link every mention (`doc.ents`, or `doc.spans[spans_key]`) to a KB concept or
-    NIL: `kb_id_` and the extensions the cfg names (`extensions.write_entity`)."""
+    NIL: `kb_id_` and the extensions the cfg names (`set_annotations`)."""
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "bioel_linker", *,
                  loss: Callable, index: NameIndex, candidates, ranker: KNNRanker,
@@ -246,17 +246,34 @@ class BioELLinker(TrainablePipe):
         """Per mention (docs in order), everything `predict` ranks, uncached (`Decider.retrieve`)."""
         return self.decider.retrieve(docs, knn_k)
 
-    def decide(self, retrieved: List[Retrieved]) -> List[Dict[str, Any]]:
+    def decide(self, retrieved: List[Retrieved]) -> List[Decision]:
         """Per mention, the decision from its retrieved alternatives (`Decider.decide`)."""
         return list(map(self.decider.decide, retrieved))
 
-    def predict(self, docs: Iterable[Doc]) -> List[List[Dict[str, Any]]]:
-        """RETURNS (List[List[Dict[str, Any]]]): per doc, per ent, the decision."""
+    def predict(self, docs: Iterable[Doc]) -> List[List[Decision]]:
+        """RETURNS (List[List[Decision]]): per doc, per mention, the decision."""
         return self.decider.predict(list(docs), self.call)
 
-    def set_annotations(self, docs: Iterable[Doc], predictions: List[List[Dict[str, Any]]]) -> None:
-        """Write each decision and its cross-references on its span (`extensions.write_docs`)."""
-        write_docs(docs, predictions, self.cfg, self.counts, self.kb)
+    def set_annotations(self, docs: Iterable[Doc], predictions: List[List[Decision]]) -> None:
+        """Write each decision on its mention: `ent.kb_id_` (the concept, 'NIL', or its
+        id in `id_space`, 'NIL' where it has none, counted in `counts['id_space_unmapped']`)
+        and the extensions the cfg names, the linked concept's cross-references
+        included; count the mentions decided without the encoder by reason. E162 when
+        a doc's mentions and decisions differ in number."""
+        key, id_space = self.cfg["spans_key"], self.cfg["id_space"]
+        for doc, decisions in zip(docs, predictions):
+            spans = mention_spans(doc, key)
+            if len(spans) != len(decisions):
+                raise BioELError(Errors.E162.format(n_ents=len(spans), n_pred=len(decisions)))
+            for ent, decision in zip(spans, decisions):
+                concept_id = decision.concept_id
+                concept = self.kb.get(concept_id) if concept_id is not None and self.kb is not None \
+                    else None
+                ent.kb_id_, unmapped = decision.kb_id(concept, id_space)
+                self.counts.update(["id_space_unmapped"] * unmapped +
+                                   [decision.reason] * (decision.reason is not None))
+                write_extensions(ent, decision, self.cfg, concept.xrefs if concept is not None else ())
+            write_spans(doc, key, spans)
 
     def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
         """The scorer over the spans this linker links and the extension it writes."""

@@ -15,9 +15,8 @@
 from __future__ import annotations
 
 import time
-from collections import Counter
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Hashable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.tokens import Doc, Span
@@ -25,7 +24,7 @@ from spacy.tokens import Doc, Span
 from ..encoders.thinc_biencoder import is_contextual
 from ..errors import BioELError, Errors, Warnings, warn
 from .cache import LinkCache
-from .decisions import NIL_WITHOUT_ALNUM, Retrieved, decide_entity
+from .decisions import Decision, Retrieved, decide_entity, nil_without_alnum
 from .mentions import (SpanKey, has_alnum, held_out_key, long_forms, mention_alternatives,
                        mention_input, mention_spans)
 from .state import LinkerState
@@ -102,16 +101,16 @@ class Decider:
         return without_encoder  # type: ignore[return-value]
 
     def predict(self, docs: Sequence[Doc], cache: Optional[LinkCache]
-                ) -> List[List[Dict[str, Any]]]:
-        """RETURNS (List[List[Dict[str, Any]]]): per doc, the decision of each of its mentions."""
+                ) -> List[List[Decision]]:
+        """RETURNS (List[List[Decision]]): per doc, the decision of each of its mentions."""
         if is_contextual(self.model):  # the same text reads differently in each context
             cache = None
         with self.timed("early"):
             entities, long_forms_at, without_encoder = self.decide_without_encoder(docs)
-        decisions: List[Optional[Dict[str, Any]]] = [None] * len(entities)
+        decisions: List[Optional[Decision]] = [None] * len(entities)
         pending: Dict[Hashable, List[int]] = {}
         with self.timed("decide"):
-            by_concept: Dict[str, Dict[str, Any]] = {}  # a shortcut's decision depends on its concept only
+            by_concept: Dict[str, Decision] = {}  # a shortcut's decision depends on its concept only
             for k, alternatives in enumerate(without_encoder):
                 if alternatives and alternatives[0].get("shortcut"):
                     concept = alternatives[0]["candidates"][0][0]
@@ -141,14 +140,14 @@ class Decider:
                 cache.stats["decisions"] += 1
                 cache.stats["decision_hits"] += len(positions) - 1
         self.timings["decide"] += time.perf_counter() - start
-        per_doc: List[List[Dict[str, Any]]] = [[] for _ in docs]
+        per_doc: List[List[Decision]] = [[] for _ in docs]
         for (i, _), decision in zip(entities, decisions):
             per_doc[i].append(decision)  # type: ignore[arg-type]
         return per_doc
 
-    def decide(self, alternatives: Retrieved) -> Dict[str, Any]:
+    def decide(self, alternatives: Retrieved) -> Decision:
         if not alternatives:
-            return dict(NIL_WITHOUT_ALNUM)
+            return nil_without_alnum()
         return decide_entity(alternatives, self.ranker, self.nil, self.cfg["top_k"])
 
     def decision_keys(self, spans: Sequence[Entity], long_forms_at: Dict[SpanKey, str]

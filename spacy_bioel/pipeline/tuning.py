@@ -123,9 +123,9 @@ def tune_linker(linker: BioELLinker, docs: Sequence[Doc], grid: Optional[Dict[st
     linker.ranker.set_params(use_knn=best["lambda"] > 0, knn_k=best["k"],
                              knn_lambda=best["lambda"], beta1=best["beta1"], beta2=best["beta2"])
     decisions = linker.decide(trial["retrieved"])
-    correct = [bool(decisions[i]["candidates"]) and decisions[i]["candidates"][0][0] in gold[i]
+    correct = [bool(decisions[i].candidates) and decisions[i].candidates[0][0] in gold[i]
                for i in encoded]
-    nil = linker.nil.fit([decisions[i]["support"] for i in encoded], correct,
+    nil = linker.nil.fit([decisions[i].support for i in encoded], correct,
                          [not gold[i] for i in encoded])
     return {"n": len(linkable), "n_mentions": len(gold),
             "n_without_alnum": len(gold) - len(encoded), "best": best, "grid": trial["grid"],

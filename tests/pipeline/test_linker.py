@@ -410,7 +410,7 @@ def test_tuning_scores_exactly_as_predict(trained):
             linker.ranker.set_params(use_knn=row["lambda"] > 0, knn_k=row["k"],
                                      knn_lambda=row["lambda"], beta1=row["beta1"], beta2=row["beta2"])
             decided = linker.decide(retrieved)
-            acc = sum(d["candidates"][0][0] in g for d, g in zip(decided, gold)) / len(gold)
+            acc = sum(d.candidates[0][0] in g for d, g in zip(decided, gold)) / len(gold)
             assert row["acc@1"] == pytest.approx(acc), row
         best = result["best"]
         assert result["stages"]["ranker"]["knn_k"] == best["k"]

@@ -13,6 +13,7 @@ from spacy.tokens import Span
 from spacy_bioel import Concept, KnowledgeBase
 from spacy_bioel.encoders import thinc_biencoder
 from spacy_bioel.pipeline.cache import DecisionCache, LRUCache
+from spacy_bioel.pipeline.decisions import Decision
 from tests.utils import spy_encoder, tiny_linker_config
 
 
@@ -155,15 +156,12 @@ def test_the_cache_is_bounded():
     [("D1", 0.5, 0.25)],  # not (id, p) pairs: kept as they are
 ])
 def test_a_decision_comes_back_from_the_cache_equal_and_fresh(candidates):
-    decision = {"candidates": candidates, "nil_score": 0.0495, "is_nil": False,
-                "probability": 0.9505, "support": 0.99208742, "similarity": None,
-                "reason": "exact_shortcut"}
+    decision = Decision(list(candidates), 0.0495, False, 0.9505, 0.99208742, None, "exact_shortcut")
     cache = DecisionCache(4)
     cache.put("a", decision)
     first, second = cache.get("a"), cache.get("a")
-    assert first == decision and second == decision
-    assert list(first) == list(decision)  # the same keys in the same order
-    first["candidates"].append(("X", 1.0))  # a caller's change does not reach the cache
+    assert first == decision and second == decision and isinstance(first, Decision)
+    first.candidates.append(("X", 1.0))  # a caller's change does not reach the cache
     assert cache.get("a") == decision and first is not second
     assert cache.get("b") is None
     off = DecisionCache(0)
