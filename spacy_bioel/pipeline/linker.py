@@ -62,7 +62,8 @@ class BioELLinker(TrainablePipe):
         self.call: Optional[LinkCache] = None  # the cache of the current call
         self.rng = np.random.default_rng()
         self.steps = updates.TrainingState()
-        self.timings: Counter = Counter()  # seconds per prediction stage (`Decider.timed`)
+        # seconds per prediction stage, recorded only once the lab sets a Counter (`Decider.timed`)
+        self.timings: Optional[Counter] = None
         self.decider = Decider(self)  # the prediction path, reading the linker's current parts
 
     # what the linker knows lives in `state`; these read and write it

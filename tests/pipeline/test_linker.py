@@ -139,7 +139,9 @@ def test_pipe_batches_by_mentions_and_keeps_order(trained, monkeypatch):
     assert [d for b in batches for d in b] == docs
     monkeypatch.setattr(batching, "PIPE_MENTIONS", 7)  # 2 + 2 + 2 < 7 <= 2 + 2 + 2 + 3
     assert [len(b) for b in batching.mention_batches(iter(docs), 2, None)] == [4] * 5
-    pipe.timings.clear()
+    from collections import Counter
+
+    pipe.timings = Counter()  # the lab's hook: the stages' seconds are recorded only when asked
     piped = predictions(nlp.pipe([d.copy() for d in docs], batch_size=2))
     assert {"early", "encode", "search", "knn", "decide", "linker"} <= set(pipe.timings)
     assert pipe.timings["linker"] >= pipe.timings["encode"] + pipe.timings["search"] > 0
