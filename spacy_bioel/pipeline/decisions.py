@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..kb.knowledge_base import NIL
 from ..kb.xrefs import id_in_space
@@ -48,16 +48,20 @@ class Decision:
         """The linked concept's id (None for NIL)."""
         return None if self.is_nil or not self.candidates else self.candidates[0][0]
 
-    def kb_id(self, concept, id_space: Optional[str]) -> Tuple[str, bool]:
-        """What `ent.kb_id_` holds: NIL, the concept's id, or with an `id_space` and
-        the linked `concept` (a KB record) its id there ('NIL' when it has none).
-        RETURNS (Tuple[str, bool]): the id and whether `id_space` had no id for it."""
-        if self.concept_id is None:
-            return NIL, False
+    def annotation(self, kb, id_space: Optional[str]) -> Tuple[str, bool, Sequence[str]]:
+        """What the linker writes on the span, reading the linked concept in `kb`:
+        `ent.kb_id_` (NIL, the concept's id, or with an `id_space` its id there, NIL
+        when it has none), whether `id_space` had no id for it, and the concept's
+        cross-references (for the `xrefs` extension)."""
+        concept_id = self.concept_id
+        concept = kb.get(concept_id) if concept_id is not None and kb is not None else None
+        xrefs = concept.xrefs if concept is not None else ()
+        if concept_id is None:
+            return NIL, False, xrefs
         if id_space and concept is not None:
             in_space = id_in_space(concept, id_space)
-            return (in_space, False) if in_space is not None else (NIL, True)
-        return self.concept_id, False
+            return (in_space, False, xrefs) if in_space is not None else (NIL, True, xrefs)
+        return concept_id, False, xrefs
 
 
 def nil_without_alnum() -> Decision:

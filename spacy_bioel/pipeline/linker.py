@@ -1,11 +1,8 @@
 """The `bioel_linker` component: a thin `TrainablePipe` that wires registered
-stages and writes annotations. Stages (config blocks; docs/component.md, "Stages"):
-`index`, `candidates`, `shortcut`, `type_filter`, `ranker` (kNN-BioEL eqs. 4-6),
-`nil`, `runtime` (PyTorch or ONNX Runtime at prediction); training only: `negatives`,
-`fgsm`, `biofeg`. What it knows (KB, index, datastore, training mentions):
-`state.LinkerState`; how a batch is decided, caches included: `linking.Decider`; a
-training update and what follows it: `updates`; its settings:
-`settings.LinkerSettings`. None of them imports this module.
+stages (docs/component.md, "Stages") and writes annotations. What it knows:
+`state.LinkerState`; how a batch is decided, caches included: `linking.Decider`;
+a training update: `updates`; its settings: `settings.LinkerSettings`. None of
+them imports this module.
 """
 
 import logging
@@ -62,8 +59,7 @@ class BioELLinker(TrainablePipe):
         self.call: Optional[LinkCache] = None  # the cache of the current call
         self.rng = np.random.default_rng()
         self.steps = updates.TrainingState()
-        # seconds per prediction stage, recorded only once the lab sets a Counter (`Decider.timed`)
-        self.timings: Optional[Counter] = None
+        self.timings: Optional[Counter] = None  # seconds per stage once the lab sets a Counter
         self.decider = Decider(self)  # the prediction path, reading the linker's current parts
 
     # what the linker knows lives in `state`; these read and write it
@@ -143,10 +139,6 @@ class BioELLinker(TrainablePipe):
         self.runtime.invalidate()
         self.train_mentions = rows
         self.refresh(force=True)
-
-    def resolve(self, concept_id: str) -> Optional[int]:
-        """RETURNS (Optional[int]): the index concept of a primary or alternate id."""
-        return self.state.resolve(concept_id)
 
     # ------------------------------------------------------- module, caches
     def defer_model(self, deferred) -> None:
@@ -244,7 +236,7 @@ class BioELLinker(TrainablePipe):
 
     # -------------------------------------------------------------- predict
     def retrieve(self, docs: Sequence[Doc], knn_k: Optional[int] = None) -> List[Retrieved]:
-        """Per mention (docs in order), everything `predict` ranks, uncached (`Decider.retrieve`)."""
+        """Per mention (docs in order), what `predict` ranks, uncached (`Decider.retrieve`)."""
         return self.decider.retrieve(docs, knn_k)
 
     def decide(self, retrieved: List[Retrieved]) -> List[Decision]:
@@ -256,24 +248,19 @@ class BioELLinker(TrainablePipe):
         return self.decider.predict(list(docs), self.call)
 
     def set_annotations(self, docs: Iterable[Doc], predictions: List[List[Decision]]) -> None:
-        """Write each decision on its mention: `ent.kb_id_` (the concept, 'NIL', or its
-        id in `id_space`, 'NIL' where it has none, counted in `counts['id_space_unmapped']`)
-        and the extensions the cfg names, the linked concept's cross-references
-        included; count the mentions decided without the encoder by reason. E162 when
-        a doc's mentions and decisions differ in number."""
+        """Write each decision on its mention (`Decision.annotation`: `kb_id_`, the
+        cross-references) and the extensions the cfg names; count the mentions decided
+        without the encoder by reason. E162: a doc's mentions and decisions differ in number."""
         key, id_space = self.cfg["spans_key"], self.cfg["id_space"]
         for doc, decisions in zip(docs, predictions):
             spans = mention_spans(doc, key)
             if len(spans) != len(decisions):
                 raise BioELError(Errors.E162.format(n_ents=len(spans), n_pred=len(decisions)))
             for ent, decision in zip(spans, decisions):
-                concept_id = decision.concept_id
-                concept = self.kb.get(concept_id) if concept_id is not None and self.kb is not None \
-                    else None
-                ent.kb_id_, unmapped = decision.kb_id(concept, id_space)
+                ent.kb_id_, unmapped, xrefs = decision.annotation(self.kb, id_space)
                 self.counts.update(["id_space_unmapped"] * unmapped +
                                    [decision.reason] * (decision.reason is not None))
-                write_extensions(ent, decision, self.cfg, concept.xrefs if concept is not None else ())
+                write_extensions(ent, decision, self.cfg, xrefs)
             write_spans(doc, key, spans)
 
     def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:

@@ -70,7 +70,7 @@ def update(linker: "Trainee", examples: List[Example], sgd: Optional[Optimizer],
     step (GraphPrompt) or the plain one (`step.train_step`)."""
     losses.setdefault(linker.name, 0.0)
     validate_examples(examples, "BioELLinker.update")
-    mentions = gold_mentions(examples, linker.resolve, linker.cfg["context_window"],
+    mentions = gold_mentions(examples, linker.state.resolve, linker.cfg["context_window"],
                              linker.cfg["spans_key"])
     if not mentions:
         return losses
@@ -83,7 +83,7 @@ def update(linker: "Trainee", examples: List[Example], sgd: Optional[Optimizer],
                        "`python -m spacy_bioel tune PIPELINE DEV.spacy` fits it on dev", linker.name)
     batch = MentionBatch(*(list(column) for column in zip(*mentions)))
     if is_contextual(linker.model):
-        batch.spans = training_spans(examples, linker.resolve, linker.cfg["spans_key"])
+        batch.spans = training_spans(examples, linker.state.resolve, linker.cfg["spans_key"])
     taken = next((r for r in (hook.step(linker, batch) for hook in linker.hooks) if r is not None),
                  None)  # a method's own step (GraphPrompt), else the plain one
     value, terms = taken if taken is not None else (
