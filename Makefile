@@ -56,7 +56,7 @@ test-fast: setup
 
 ## Every dataset workflow and the baseline table (metrics/baselines.md).
 baselines: setup
-	$(BIN)/python -m spacy project run all . --vars.data_root $(DATA_ROOT)
+	$(BIN)/python -m bench project all --vars.data_root $(DATA_ROOT)
 
 clean:
 	rm -rf $(VENV) $(TRF_VENV) corpus kbs metrics project.lock

@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List
 
+import srsly
+
 
 def library_lines(root: Path) -> Dict[str, int]:
     """Lines of the package's modules: the core and the research package apart."""
@@ -61,13 +63,23 @@ def longest_summary_row(root: Path) -> int:
     return max((len(row) for row in rows), default=0)
 
 
+def project_commands(path: Path) -> int:
+    """The commands a project file defines."""
+    return len(srsly.read_yaml(path).get("commands") or [])
+
+
 def code_size(root: Path) -> Dict[str, Any]:
     """Every measure of one checkout."""
     project = (root / "project.yml").read_text(encoding="utf-8").splitlines()
+    lab = root / "bench" / "project.yml"  # the lab's experiments (issue 75), when apart
+    lab_lines = lab.read_text(encoding="utf-8").splitlines() if lab.is_file() else []
     lines = library_lines(root)
     return {"root": str(root), "library_lines": lines, "factory_arguments": len(factory_arguments(root)),
             "default_settings": default_settings(root),
             "project_yml_lines": len(project), "project_yml_longest_line": max(map(len, project)),
+            "project_yml_commands": project_commands(root / "project.yml"),
+            "lab_project_yml_lines": len(lab_lines),
+            "lab_project_yml_commands": project_commands(lab) if lab.is_file() else 0,
             "private_lab_imports": private_lab_imports(root),
             "results_summary_longest_row": longest_summary_row(root)}
 
@@ -81,6 +93,9 @@ def code_size_table(reports: Dict[str, Dict[str, Any]]) -> str:
             ("settings in the default config", lambda r: len(r["default_settings"])),
             ("project.yml lines", lambda r: r["project_yml_lines"]),
             ("project.yml longest line", lambda r: r["project_yml_longest_line"]),
+            ("project.yml commands", lambda r: r.get("project_yml_commands", 0)),
+            ("bench/project.yml lines", lambda r: r.get("lab_project_yml_lines", 0)),
+            ("bench/project.yml commands", lambda r: r.get("lab_project_yml_commands", 0)),
             ("private imports from the lab", lambda r: len(r["private_lab_imports"])),
             ("docs/results.md longest summary row", lambda r: r["results_summary_longest_row"])]
     out = ["| measure | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]

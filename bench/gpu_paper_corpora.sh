@@ -5,7 +5,7 @@
 # concepts, lr 4e-5, 128 rows a step), tau 0.01, p = 4, up to 20 epochs with early stopping
 # (patience 3), seeds 0-2, without synonym pre-training: six processes side by side on the one
 # GPU (about 2 cores each).
-# Needs gpu_bundle/ with bc5cdr and askapatient (`spacy project run gpu-bundle`), carried.
+# Needs gpu_bundle/ with bc5cdr and askapatient (`python -m bench project gpu-bundle`), carried.
 # Usage: bash bench/gpu_paper_corpora.sh OUT GPU_ID [arguments for every run]
 #   PACK=1 (for the device tool, which returns at most 8 files): the runs are written under
 #   /tmp/paper_corpora and OUT gets one paper_corpora.tar.gz of them.

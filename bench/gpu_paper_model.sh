@@ -4,7 +4,7 @@
 # parts of at most 15 MiB (the device tool returns at most 8 files, 16 MiB each), so the whole
 # pipeline around it (exact shortcut, kNN datastore, NIL stage) can be built, tuned and evaluated
 # on CPU: docs/results/gpu.md, "A GPU-trained encoder in the CPU pipeline".
-# Needs gpu_bundle/ (`spacy project run gpu-bundle`), carried.
+# Needs gpu_bundle/ (`python -m bench project gpu-bundle`), carried.
 # Usage: bash bench/gpu_paper_model.sh OUT GPU_ID DATASET SEED [arguments for the run]
 #   DATASET: ncbi, bc5cdr or askapatient (`--paper`: lr 1e-4, 8e-5, 4e-5; about 128 mentions a step)
 # Back here: cat OUT/model.tar.part-* | tar xf - -C training/encoders/gpu_paper_DATASET_sSEED

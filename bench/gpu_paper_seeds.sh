@@ -3,7 +3,7 @@
 # (`gpu-check`) alone, then kNN-BioEL's recipe at batch 128 for seeds 1 and 2, with and
 # without synonym pre-training, four processes side by side on the one GPU (each uses under
 # 5 GiB; the steps are host-bound, so four share 16 cores well). Seed 0 of the pair is run 2.
-# Needs gpu_bundle/ (`spacy project run gpu-bundle`), carried to the machine.
+# Needs gpu_bundle/ (`python -m bench project gpu-bundle`), carried to the machine.
 # Usage: bash bench/gpu_paper_seeds.sh OUT GPU_ID [arguments for every run]
 #   on CPU, to try the plumbing: bash bench/gpu_paper_seeds.sh /tmp/out -1 --max-epochs 1 \
 #     --pretrain-steps 2 --limit-docs 4   (the paper runs then stop at PAPER_TIMEOUT)

@@ -143,12 +143,13 @@ def test_askapatient_rows(data_root):
 
 
 def test_ncbi_workflow_end_to_end(data_root, tmp_path):
-    """`spacy project run ncbi` from a copy of project.yml writes stats and baseline metrics."""
+    """`python -m bench project ncbi` (the lab's workflow over a copy of project.yml)
+    writes stats and baseline metrics."""
     shutil.copy(REPO_ROOT / "project.yml", tmp_path / "project.yml")
     (tmp_path / "bench").symlink_to(REPO_ROOT / "bench")  # the lab, as in a checkout
     result = subprocess.run(
-        [sys.executable, "-m", "spacy", "project", "run", "ncbi", str(tmp_path),
-         f"--vars.data_root={data_root}", "--vars.bootstrap=100"],
+        [sys.executable, "-m", "bench", "project", "ncbi", f"--vars.data_root={data_root}",
+         "--vars.bootstrap=100"],
         capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     stats = srsly.read_json(tmp_path / "metrics/ncbi/stats.json")["splits"]

@@ -33,7 +33,7 @@ from ..validation import as_float
 from .threshold import RIGHT_AS_NIL_CONFIDENCE, calibrate_nil_threshold, conservative_threshold
 
 # Fitted for the untrained embedded MiniLM as it ships (the int8 tower, one scale per token row)
-# on BC5CDR-NIL dev (`spacy project run nil-default`; docs/results/stages.md, "NIL out of the box"):
+# on BC5CDR-NIL dev (`python -m bench project nil-default`; docs/results/stages.md, "NIL out of the box"):
 # the calibration (a, b) and the threshold on nil_score = 1 - p with the best dev NIL F1 among
 # those whose right links answered NIL stay within 2% at 95% confidence (NIL when p < 0.202,
 # i.e. a best cosine below 0.696).
