@@ -87,3 +87,20 @@ def test_the_readmes_what_to_expect_table_is_the_result_files():
     block = readme_block((ROOT / "README.md").read_text(encoding="utf-8"))
     assert block, "README.md lost its What to expect block"
     assert block == table(ROOT), "run: python -m bench expect-table"
+
+
+def test_the_component_guides_settings_table_is_the_default():
+    """Issue 75: docs/component.md's one settings table names every setting of the
+    one default (`defaults.SETTINGS`, the attribute names as `*_attr`) with its value."""
+    from spacy_bioel.pipeline.defaults import SETTINGS
+
+    text = (ROOT / "docs" / "component.md").read_text(encoding="utf-8")
+    table = text.split("| setting | default | what it does |", 1)[1].split("\n\n", 1)[0]
+    rows = {cells[0].strip("` "): cells[1].strip("` ") for cells in
+            (line.strip("|").split("|") for line in table.splitlines()[2:] if line.startswith("|"))}
+    def toml(value) -> str:  # as a config writes it
+        return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+    spelled = {key: toml(value) for key, value in SETTINGS.items() if not key.endswith("_attr")}
+    assert {k: rows.get(k) for k in spelled} == spelled
+    assert set(rows) == set(spelled) | {"*_attr"}
