@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..kb.knowledge_base import NIL
 from ..kb.xrefs import id_in_space
@@ -48,20 +48,29 @@ class Decision:
         """The linked concept's id (None for NIL)."""
         return None if self.is_nil or not self.candidates else self.candidates[0][0]
 
-    def annotation(self, kb, id_space: Optional[str]) -> Tuple[str, bool, Sequence[str]]:
-        """What the linker writes on the span, reading the linked concept in `kb`:
-        `ent.kb_id_` (NIL, the concept's id, or with an `id_space` its id there, NIL
-        when it has none), whether `id_space` had no id for it, and the concept's
-        cross-references (for the `xrefs` extension)."""
-        concept_id = self.concept_id
+    def annotate(self, ent, kb, cfg: Dict[str, Any]) -> bool:
+        """Write this decision on its span `ent`: `ent.kb_id_` (NIL, the concept's id,
+        or with the cfg's `id_space` its id there, NIL when it has none) and the
+        extensions the cfg names (candidates, NIL flag and score, similarity,
+        probability, the linked concept's cross-references, read in `kb`).
+        RETURNS (bool): whether `id_space` had no id for the linked concept."""
+        concept_id, id_space = self.concept_id, cfg.get("id_space")
         concept = kb.get(concept_id) if concept_id is not None and kb is not None else None
-        xrefs = concept.xrefs if concept is not None else ()
+        unmapped = False
         if concept_id is None:
-            return NIL, False, xrefs
-        if id_space and concept is not None:
+            ent.kb_id_ = NIL
+        elif id_space and concept is not None:
             in_space = id_in_space(concept, id_space)
-            return (in_space, False, xrefs) if in_space is not None else (NIL, True, xrefs)
-        return concept_id, False, xrefs
+            ent.kb_id_, unmapped = (in_space, False) if in_space is not None else (NIL, True)
+        else:
+            ent.kb_id_ = concept_id
+        if cfg.get("xrefs_attr"):
+            ent._.set(cfg["xrefs_attr"], list(concept.xrefs) if concept is not None else [])
+        for attr, value in (("kb_ents_attr", self.candidates), ("is_nil_attr", self.is_nil),
+                            ("nil_score_attr", self.nil_score), ("similarity_attr", self.similarity),
+                            ("probability_attr", self.probability)):
+            ent._.set(cfg[attr], value)
+        return unmapped
 
 
 def nil_without_alnum() -> Decision:

@@ -1,8 +1,9 @@
 """The Span extensions a `bioel_linker` writes (their names are settings, so
-two linkers can share a pipeline) and writing a decision's values on them."""
+two linkers can share a pipeline), installed with reading and writing per span
+(`decisions.Decision.annotate` writes them)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional
 
 from spacy.tokens import Span
 
@@ -31,20 +32,6 @@ def install_extensions(cfg: Dict[str, Any]) -> None:
         Span.set_extension(name, getter=read, setter=_setter(name))
 
 
-def write_extensions(ent: Span, decision: Any, cfg: Dict[str, Any], xrefs: Sequence[str] = ()) -> None:
-    """Write a `decisions.Decision` on its entity's extensions that the cfg names:
-    candidates, NIL flag and score, similarity, probability, and the linked
-    concept's cross-references (`xrefs`). `ent.kb_id_` is the linker's to write
-    (`BioELLinker.set_annotations`)."""
-    if cfg.get("xrefs_attr"):
-        ent._.set(cfg["xrefs_attr"], list(xrefs))
-    for attr, value in (("kb_ents_attr", decision.candidates), ("is_nil_attr", decision.is_nil),
-                        ("nil_score_attr", decision.nil_score),
-                        ("similarity_attr", decision.similarity),
-                        ("probability_attr", decision.probability)):
-        ent._.set(cfg[attr], value)
-
-
 def _key(name: str, span: Span) -> tuple:
     return ("._.", name, span.start_char, span.end_char, span.label)
 
@@ -68,4 +55,4 @@ def _setter(name: str) -> Callable[[Span, Any], None]:
     return set_
 
 
-__all__ = ["ATTRS", "DEFAULT_ATTRS", "SCORE_WEIGHTS", "install_extensions", "write_extensions"]
+__all__ = ["ATTRS", "DEFAULT_ATTRS", "SCORE_WEIGHTS", "install_extensions"]

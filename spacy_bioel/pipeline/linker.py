@@ -27,7 +27,7 @@ from ..training.methods import training_hooks
 from . import serialize, served, updates
 from .cache import LinkCache, call_cache
 from .decisions import Decision, Retrieved
-from .extensions import install_extensions, write_extensions
+from .extensions import install_extensions
 from .linking import Decider, check_contextual
 from .mentions import mention_batches, mention_spans, write_spans
 from .settings import LinkerSettings
@@ -248,19 +248,19 @@ class BioELLinker(TrainablePipe):
         return self.decider.predict(list(docs), self.call)
 
     def set_annotations(self, docs: Iterable[Doc], predictions: List[List[Decision]]) -> None:
-        """Write each decision on its mention (`Decision.annotation`: `kb_id_`, the
-        cross-references) and the extensions the cfg names; count the mentions decided
-        without the encoder by reason. E162: a doc's mentions and decisions differ in number."""
-        key, id_space = self.cfg["spans_key"], self.cfg["id_space"]
+        """Write each decision on its mention (`Decision.annotate`: `kb_id_` and the
+        extensions the cfg names); count the mentions decided without the encoder by
+        reason and those `id_space` has no id for. E162: a doc's mentions and
+        decisions differ in number."""
+        key = self.cfg["spans_key"]
         for doc, decisions in zip(docs, predictions):
             spans = mention_spans(doc, key)
             if len(spans) != len(decisions):
                 raise BioELError(Errors.E162.format(n_ents=len(spans), n_pred=len(decisions)))
             for ent, decision in zip(spans, decisions):
-                ent.kb_id_, unmapped, xrefs = decision.annotation(self.kb, id_space)
+                unmapped = decision.annotate(ent, self.kb, self.cfg)
                 self.counts.update(["id_space_unmapped"] * unmapped +
                                    [decision.reason] * (decision.reason is not None))
-                write_extensions(ent, decision, self.cfg, xrefs)
             write_spans(doc, key, spans)
 
     def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
