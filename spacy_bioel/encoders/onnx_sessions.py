@@ -60,8 +60,9 @@ def new_session(source: Union[bytes, str], threads: int = 0,
                 initializers: Optional[Dict[str, Any]] = None):
     """An ONNX Runtime CPU session of a graph (bytes or a file path): `threads`
     intra-op threads (0: all cores, or `cap_threads`' cap, or
-    $SPACY_BIOEL_CHILD_THREADS in a forked worker), idle threads not spinning
-    (numpy's BLAS runs right after on the same cores). `initializers` (name ->
+    $SPACY_BIOEL_CHILD_THREADS in a forked worker), whose idle threads spin
+    between the calls' operators (ONNX Runtime's default: the encoder's many small
+    operators wait on no wake-up; docs/results/speed.md). `initializers` (name ->
     OrtValue) replace the graph's own; such a session does not pre-pack them (a
     second copy, more memory for no speed). Its memory arena keeps the score
     buffers of a block of queries for the next block: without it, where glibc's
@@ -79,7 +80,6 @@ def new_session(source: Union[bytes, str], threads: int = 0,
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads or (child_threads() if _FORKED else _CAP)
     options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     for name, value in (initializers or {}).items():
         options.add_initializer(name, value)
     if initializers:

@@ -64,12 +64,13 @@ class Decision:
             ent.kb_id_, unmapped = (in_space, False) if in_space is not None else (NIL, True)
         else:
             ent.kb_id_ = concept_id
+        extensions = ent._  # one accessor for the six values (each `ent._` builds one)
         if cfg.get("xrefs_attr"):
-            ent._.set(cfg["xrefs_attr"], list(concept.xrefs) if concept is not None else [])
+            extensions.set(cfg["xrefs_attr"], list(concept.xrefs) if concept is not None else [])
         for attr, value in (("kb_ents_attr", self.candidates), ("is_nil_attr", self.is_nil),
                             ("nil_score_attr", self.nil_score), ("similarity_attr", self.similarity),
                             ("probability_attr", self.probability)):
-            ent._.set(cfg[attr], value)
+            extensions.set(cfg[attr], value)
         return unmapped
 
 
