@@ -134,17 +134,15 @@ class Decider:
                 pending.setdefault(key, []).append(k)
         firsts = [positions[0] for positions in pending.values()]
         retrieved = self.retrieve_spans([entities[k] for k in firsts], long_forms_at, None, cache)
-        start = time.perf_counter()
-        for (key, positions), alternatives in zip(pending.items(), retrieved):
-            decision = self.decide(alternatives)
-            for k in positions:
-                decisions[k] = decision
-            if cache is not None:
-                cache.decisions.put(key, decision)
-                cache.stats["decisions"] += 1
-                cache.stats["decision_hits"] += len(positions) - 1
-        if self.timings is not None:
-            self.timings["decide"] += time.perf_counter() - start
+        with self.timed("decide"):
+            for (key, positions), alternatives in zip(pending.items(), retrieved):
+                decision = self.decide(alternatives)
+                for k in positions:
+                    decisions[k] = decision
+                if cache is not None:
+                    cache.decisions.put(key, decision)
+                    cache.stats["decisions"] += 1
+                    cache.stats["decision_hits"] += len(positions) - 1
         per_doc: List[List[Decision]] = [[] for _ in docs]
         for (i, _), decision in zip(entities, decisions):
             per_doc[i].append(decision)  # type: ignore[arg-type]
@@ -185,12 +183,13 @@ class Decider:
         if cache is None:
             return self.runtime.encode(self.model, texts, batch_size)
         keys = self.runtime.cache_keys(self.model, texts)
-        missing = dict(zip(keys, texts))
-        fresh = self.runtime.encode(self.model, list(missing.values()), batch_size) if missing else []
-        found = dict(zip(missing, fresh))
+        distinct = dict(zip(keys, texts))  # one text per key the encoder reads alike
+        fresh = (self.runtime.encode(self.model, list(distinct.values()), batch_size)
+                 if distinct else [])
+        found = dict(zip(distinct, fresh))
         rows = [found[key] for key in keys]
-        cache.stats["texts_encoded"] += len(missing)
-        cache.stats["texts_cached"] += len(texts) - len(missing)
+        cache.stats["texts_encoded"] += len(distinct)
+        cache.stats["texts_cached"] += len(texts) - len(distinct)
         return np.stack(rows) if rows else np.zeros((0, self.state.index.store.dim), dtype=np.float32)
 
     def contextual_queries(self, spans: List[Entity], texts: List[str],
