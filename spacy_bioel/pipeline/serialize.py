@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import shutil
 import tempfile
 from contextvars import ContextVar
 from pathlib import Path
@@ -23,7 +22,7 @@ import srsly
 from spacy import util
 
 from ..datastore.knn import DatastoreKNN
-from ..encoders.runtime import ONNX_META
+from ..encoders.runtime import ONNX_DATA, ONNX_FILE, ONNX_META
 from ..encoders.thinc_biencoder import is_built
 from ..encoders.tokenize import BatchTokenizer
 from ..errors import BioELError, Errors, Warnings, warn
@@ -159,10 +158,22 @@ def to_disk(linker: Saved, path, exclude: Iterable[str]) -> None:
     path = util.ensure_path(path)
     unlink_links(path)  # saving over a folder never writes through a link out of it
     util.to_disk(path, _writers(linker), exclude)
-    if not linker.runtime.has_files and "runtime" not in exclude and \
-            (path / "runtime" / ONNX_META).is_file():  # the ONNX runtime's own folder (its record)
-        shutil.rmtree(path / "runtime")  # saved over a pipeline that was served by ONNX
+    if not linker.runtime.has_files and "runtime" not in exclude:
+        remove_runtime_files(path / "runtime")  # saved over a pipeline that was served by ONNX
     write_manifest(path)
+
+
+def remove_runtime_files(folder: Path) -> None:
+    """Delete the files the ONNX runtime writes in `folder` (its graph, weights and
+    record), only where its record is there, then `folder` if nothing else is
+    left in it: anything else found there is not ours and stays."""
+    if folder.is_symlink() or not (folder / ONNX_META).is_file():
+        return
+    for name in (ONNX_FILE, ONNX_DATA, ONNX_META):
+        if (folder / name).is_file() or (folder / name).is_symlink():
+            (folder / name).unlink()
+    if not any(folder.iterdir()):
+        folder.rmdir()
 
 
 # parts `repair-pipeline` re-creates instead of loading (see pipeline.loading)

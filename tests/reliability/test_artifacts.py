@@ -297,3 +297,30 @@ def test_a_comment_added_to_the_config_loads_silently(saved, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", BioELWarning)
         assert links(spacy.load(pipeline)) == saved[1]
+
+
+def test_saving_over_an_onnx_runtime_removes_only_its_files(tmp_path):
+    """A linker saved without an ONNX runtime over a folder that had one removes
+    the runtime's own files (graph, weights, record) and keeps anything else there;
+    the folder goes only when nothing else is left; no record, nothing removed."""
+    from spacy_bioel.encoders.runtime import ONNX_DATA, ONNX_FILE, ONNX_META
+    from spacy_bioel.pipeline.serialize import remove_runtime_files
+
+    ours = (ONNX_FILE, ONNX_DATA, ONNX_META)
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    for name in ours + ("notes.txt",):
+        (kept / name).write_text("x")
+    remove_runtime_files(kept)
+    assert sorted(p.name for p in kept.iterdir()) == ["notes.txt"]
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    for name in ours:
+        (gone / name).write_text("x")
+    remove_runtime_files(gone)
+    assert not gone.exists()
+    unrecorded = tmp_path / "unrecorded"
+    unrecorded.mkdir()
+    (unrecorded / ONNX_FILE).write_text("x")
+    remove_runtime_files(unrecorded)
+    assert (unrecorded / ONNX_FILE).is_file()
