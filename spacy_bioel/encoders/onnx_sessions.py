@@ -16,6 +16,7 @@ from .int8_exact import EXTERNAL_FOLDER, exact_graph, whole_graph
 from .threads import child_threads, limit_threads
 
 _OWNERS: "weakref.WeakSet" = weakref.WeakSet()
+_SHARED_ARENA: Dict[str, bool] = {}  # whether this process' ONNX Runtime has the shared arena
 _FORKED = False
 _CAP = 0  # intra-op threads of the sessions opened from now on (0: all cores; `cap_threads`)
 
@@ -56,6 +57,29 @@ def cap_threads(threads: int) -> None:
             owner._session = None
 
 
+def shared_arena(onnxruntime) -> bool:
+    """Register one CPU memory arena with ONNX Runtime's environment, once a
+    process, for every session this module opens (`session.use_env_allocators`).
+    The mention tower, the name scan and the NER run one after the other, so one
+    arena serves them all: it holds the largest call's buffers, where one arena a
+    session held each session's own largest. With the sessions' memory patterns
+    off (pre-planned blocks per input shape, kept for every shape a call had), the
+    default linking the natural corpus peaked 8-9 MB lower at the same speed
+    (docs/results/speed.md). Whether sessions can use it: an ONNX Runtime without
+    the call, or with a CPU arena registered by other code, keeps one per session."""
+    if "ok" not in _SHARED_ARENA:
+        try:
+            info = onnxruntime.OrtMemoryInfo("Cpu", onnxruntime.OrtAllocatorType.ORT_ARENA_ALLOCATOR,
+                                             0, onnxruntime.OrtMemType.DEFAULT)
+            # max_mem 0 (no cap), extend by powers of two (ONNX Runtime's default), chunk and
+            # dead-byte settings at their defaults (-1)
+            onnxruntime.create_and_register_allocator(info, onnxruntime.OrtArenaCfg(0, 0, -1, -1))
+            _SHARED_ARENA["ok"] = True
+        except Exception:  # noqa: BLE001 - an older ONNX Runtime, or one registered already
+            _SHARED_ARENA["ok"] = False
+    return _SHARED_ARENA["ok"]
+
+
 def new_session(source: Union[bytes, str], threads: int = 0,
                 initializers: Optional[Dict[str, Any]] = None):
     """An ONNX Runtime CPU session of a graph (bytes or a file path): `threads`
@@ -64,10 +88,11 @@ def new_session(source: Union[bytes, str], threads: int = 0,
     between the calls' operators (ONNX Runtime's default: the encoder's many small
     operators wait on no wake-up; docs/results/speed.md). `initializers` (name ->
     OrtValue) replace the graph's own; such a session does not pre-pack them (a
-    second copy, more memory for no speed). Its memory arena keeps the score
-    buffers of a block of queries for the next block: without it, where glibc's
-    thresholds are static (`allocator`), every block mapped and zeroed fresh
-    pages, slower for little memory (docs/results/speed.md). On a CPU whose kernel
+    second copy, more memory for no speed). Its memory arena (the process' one,
+    `shared_arena`) keeps the score buffers of a block of queries for the next
+    block: without an arena, where glibc's thresholds are static (`allocator`),
+    every block mapped and zeroed fresh pages, slower for little memory
+    (docs/results/speed.md). On a CPU whose kernel
     saturates uint8 x int8 products, the graph's shifted int8 matmuls are split
     into exact halves first (`int8_exact`). E178 without onnxruntime."""
     try:
@@ -80,6 +105,9 @@ def new_session(source: Union[bytes, str], threads: int = 0,
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads or (child_threads() if _FORKED else _CAP)
     options.inter_op_num_threads = 1
+    options.enable_mem_pattern = False  # with the shared arena: lower peak, same speed
+    if shared_arena(onnxruntime):
+        options.add_session_config_entry("session.use_env_allocators", "1")
     for name, value in (initializers or {}).items():
         options.add_initializer(name, value)
     if initializers:
@@ -95,4 +123,4 @@ def new_session(source: Union[bytes, str], threads: int = 0,
     return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
 
-__all__ = ["track", "new_session", "cap_threads"]
+__all__ = ["track", "new_session", "cap_threads", "shared_arena"]

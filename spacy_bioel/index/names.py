@@ -3,8 +3,11 @@ concept, built from a KB plus optional extra names (train/dev mention strings
 under BioSyn's dictionary protocol)."""
 from __future__ import annotations
 
+from array import array
 from hashlib import blake2b
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from itertools import groupby
+from operator import itemgetter
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -13,11 +16,57 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..kb.normalize import normalize_text
 
 
+class PackedNames(Sequence):
+    """A name table's names as one UTF-8 buffer, the names joined by newlines:
+    name i is decoded from its bytes when read. 76,237 MEDIC names take 2.4 MB
+    here against about 8 MB as Python strings, and loading a pipeline builds it
+    name by name without holding every string (docs/results/speed.md).
+
+    data (bytes): b"\\n".join of the names' UTF-8 bytes (`joined_utf8`).
+    starts (np.ndarray): (n + 1,) where each name starts; starts[n] is
+        len(data) + 1 (a name ends one byte before the next one starts).
+    """
+
+    def __init__(self, data: bytes, starts: np.ndarray) -> None:
+        self.data = data
+        self.starts = starts
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return [self[i] for i in range(*item.indices(len(self)))]
+        n = len(self)
+        row = int(item) + n if int(item) < 0 else int(item)
+        if not 0 <= row < n:
+            raise IndexError("name index out of range")
+        return self.data[self.starts[row]:self.starts[row + 1] - 1].decode("utf-8")
+
+    def __iter__(self) -> Iterator[str]:
+        data, starts = self.data, self.starts.tolist()
+        for start, end in zip(starts, starts[1:]):
+            yield data[start:end - 1].decode("utf-8")
+
+    def joined_utf8(self) -> bytes:
+        """RETURNS (bytes): "\\n".join(names).encode("utf-8"), without building it."""
+        return self.data
+
+
+def joined_utf8(names: Sequence[str]) -> bytes:
+    """RETURNS (bytes): "\\n".join(names).encode("utf-8") (a `PackedNames` holds it)."""
+    if isinstance(names, PackedNames):
+        return names.joined_utf8()
+    return "\n".join(names).encode("utf-8")
+
+
 class NameTable:
     """Names grouped by concept, so per-concept max aggregation is a `reduceat`.
 
-    concept_ids (List[str]): Concepts in KB order (only those with names).
-    names (List[str]): All names; rows of one concept are contiguous.
+    concept_ids (List[str]): Concepts in KB order (only those with names), then
+        the concepts only extra names name.
+    names (PackedNames): All names (a sequence of str); rows of one concept are
+        contiguous: its KB names (`KnowledgeBase.keyed_names`), then its extra ones.
     owners (np.ndarray): (n_names,) concept index of each name.
     offsets (np.ndarray): (n_concepts,) first row of each concept.
     key_ids (np.ndarray): (n_names,) uint64 `key_id` of each name's
@@ -26,32 +75,57 @@ class NameTable:
     """
 
     def __init__(self, kb: KnowledgeBase, extra_names: Iterable[Tuple[str, str]] = ()) -> None:
-        grouped: Dict[str, List[str]] = {}
-        keyed: Dict[str, List[str]] = {}  # the names' keys: distinct per concept (`keyed_names`)
-        for concept_id, name, key in kb.keyed_names():
-            grouped.setdefault(concept_id, []).append(name)
-            keyed.setdefault(concept_id, []).append(key)
-        self.n_extra = 0
+        extra: Dict[str, List[Tuple[str, str]]] = {}  # concept -> its extra (name, key) rows
         for concept_id, name in extra_names:
-            primary = kb.resolve(concept_id) or concept_id
             key = normalize_text(name)
-            if not key or key in keyed.get(primary, ()):
-                continue
-            grouped.setdefault(primary, []).append(name)
-            keyed.setdefault(primary, []).append(key)
-            self.n_extra += 1
-        self.concept_ids: List[str] = list(grouped)
-        unindexed = [c.concept_id for c in kb if c.concept_id not in grouped]
+            if key:
+                extra.setdefault(kb.resolve(concept_id) or concept_id, []).append((name, key))
+        self.n_extra = 0
+        self.concept_ids: List[str] = []
+        counts: List[int] = []
+        key_ids = array("Q")
+        buffer, starts = bytearray(), array("q")  # the names, packed one at a time
+
+        def add_concept(concept_id: str, rows: Sequence[Tuple[str, str, str]],
+                        pairs: Sequence[Tuple[str, str]]) -> None:
+            """Pack a concept's KB names (distinct keys) and its extra names."""
+            names = [name for _, name, _ in rows]
+            keys = [key for _, _, key in rows]
+            if pairs:
+                seen = set(keys)
+                for name, key in pairs:
+                    if key not in seen:  # an extra name whose key the concept has is left out
+                        seen.add(key)
+                        names.append(name)
+                        keys.append(key)
+                        self.n_extra += 1
+            if not names:
+                return
+            for name in names:
+                if starts:
+                    buffer.extend(b"\n")
+                starts.append(len(buffer))
+                buffer.extend(name.encode("utf-8"))
+            key_ids.extend(map(key_id, keys))
+            self.concept_ids.append(concept_id)
+            counts.append(len(names))
+
+        for concept_id, group in groupby(kb.keyed_names(), key=itemgetter(0)):
+            add_concept(concept_id, list(group), extra.pop(concept_id, ()))
+        for concept_id, pairs in extra.items():  # concepts that only extra names name
+            add_concept(concept_id, (), pairs)
+        starts.append(len(buffer) + 1)
+        self.names = PackedNames(bytes(buffer), np.array(starts, dtype=np.int64))
+        indexed = set(self.concept_ids)
+        unindexed = [cid for cid in kb.concept_ids if cid not in indexed]
         self.n_unindexed = len(unindexed)  # concepts whose every name is punctuation or blank
         if unindexed:
             warn(Warnings.W007.format(count=len(unindexed), kb=kb.name,
                                       examples=", ".join(unindexed[:3])))
-        self.names: List[str] = [n for cid in self.concept_ids for n in grouped[cid]]
-        self.key_ids = np.fromiter((key_id(k) for cid in self.concept_ids for k in keyed[cid]),
-                                   dtype=np.uint64, count=len(self.names))
-        counts = np.array([len(grouped[cid]) for cid in self.concept_ids], dtype=np.int64)
-        self.owners = np.repeat(np.arange(len(self.concept_ids)), counts)
-        self.offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        self.key_ids = np.array(key_ids, dtype=np.uint64)
+        counts_array = np.array(counts, dtype=np.int64)
+        self.owners = np.repeat(np.arange(len(self.concept_ids)), counts_array)
+        self.offsets = np.concatenate([[0], np.cumsum(counts_array)[:-1]]).astype(np.int64)
 
     def __len__(self) -> int:
         return len(self.names)

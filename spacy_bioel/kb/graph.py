@@ -1,7 +1,7 @@
 """Graph checks on a KB's typed relations."""
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Set, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 Edge = Tuple[str, str]
 

@@ -8,12 +8,12 @@ import zlib
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from sys import intern  # the few scope, type and relation strings: one object each
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ..errors import BioELError, Errors, KBFormatError, Warnings
 from .concept import Concept
 from .normalize import normalize_text
+from .store import ConceptStore, read_payload
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class KnowledgeBase:
         self.name = name
         self.strip_prefixes: Tuple[str, ...] = tuple(strip_prefixes)
         self.meta: Dict[str, object] = {}
-        self._concepts: Dict[str, Concept] = {}
+        self._concepts = ConceptStore()  # concept id -> Concept, each held packed
         self._alt_to_primary: Dict[str, str] = {}
         self._alias_index: Optional[Dict[str, List[str]]] = None
 
@@ -207,13 +207,13 @@ class KnowledgeBase:
 
     def keyed_names(self) -> Iterator[Tuple[str, str, str]]:
         """`names()` with each name's `normalize_text` key (normalised once)."""
-        for concept in self._concepts.values():
+        for concept_id, canonical, synonyms in self._concepts.names():  # decodes only names
             seen = set()
-            for name in concept.names():
+            for name in (canonical, *synonyms):
                 key = normalize_text(name)
                 if key and key not in seen:
                     seen.add(key)
-                    yield concept.concept_id, name, key
+                    yield concept_id, name, key
 
     @property
     def alias_index(self) -> Dict[str, List[str]]:
@@ -237,9 +237,9 @@ class KnowledgeBase:
         keep_set = set(keep)
         out = KnowledgeBase(strip_prefixes=self.strip_prefixes, name=name or self.name)
         out.meta = dict(self.meta)
-        for concept in self._concepts.values():
-            if concept.concept_id in keep_set:
-                out._concepts[concept.concept_id] = concept
+        for concept_id in self._concepts:
+            if concept_id in keep_set:
+                out._concepts.copy_from(self._concepts, concept_id)
         for alt, primary in self._alt_to_primary.items():
             if primary in out._concepts:
                 out._alt_to_primary[alt] = primary
@@ -365,29 +365,13 @@ class KnowledgeBase:
         version) or E013 (truncated / corrupted)."""
         body = _body(data, path)
         try:
-            import srsly
-
-            payload = srsly.msgpack_loads(_inflate(body))
-            kb = cls(strip_prefixes=payload["strip_prefixes"], name=payload["name"])
-            kb.meta = dict(payload["meta"])
-            keys = ("ids", "names", "synonyms", "scopes", "types", "definitions", "alt_ids",
-                    "relations")
-            xrefs = payload.get("xrefs") or [()] * len(payload["ids"])
-            lengths = {key: len(payload[key]) for key in keys}
-            lengths["xrefs"] = len(xrefs)
-            if len(set(lengths.values())) != 1:
-                raise ValueError(f"columns of different lengths {lengths}")
-            if len(set(payload["ids"])) != len(payload["ids"]):
+            header, ids, columns = read_payload(_inflate(body))
+            kb = cls(strip_prefixes=header["strip_prefixes"], name=header["name"])
+            kb.meta = dict(header["meta"])
+            if len(set(ids)) != len(ids):
                 raise ValueError("duplicate concept ids")
-            for cid, name, syns, scopes, types, definition, alts, rels, refs in zip(
-                    *(payload[key] for key in keys), xrefs):
-                if not isinstance(cid, str) or not isinstance(name, str):
-                    raise TypeError(f"concept id or name of type {type(cid).__name__}")
-                kb._concepts[cid] = Concept(cid, name, tuple(syns), tuple(map(intern, scopes)),
-                                            tuple(map(intern, types)), definition, tuple(alts),
-                                            tuple((intern(r[0]), r[1]) for r in rels),
-                                            tuple(refs))
-            kb._alt_to_primary = dict(payload["alt_map"])
+            kb._concepts = ConceptStore(columns, ids)
+            kb._alt_to_primary = dict(header["alt_map"])
             if any(target not in kb._concepts for target in kb._alt_to_primary.values()):
                 raise ValueError("an alternate id points to no concept")
         except (zlib.error, KeyError, ValueError, TypeError, IndexError, AttributeError) as err:

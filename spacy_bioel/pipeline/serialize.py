@@ -26,6 +26,7 @@ from ..encoders.runtime import ONNX_DATA, ONNX_FILE, ONNX_META
 from ..encoders.thinc_biencoder import is_built
 from ..encoders.tokenize import BatchTokenizer
 from ..errors import BioELError, Errors, Warnings, warn
+from ..index.names import joined_utf8
 from ..kb.knowledge_base import KnowledgeBase
 from ..files import member, replace_file, unlink_links
 from .integrity import EDITED, MANIFEST, damaged, manifest_digest, read_saved_cfg, write_manifest
@@ -67,7 +68,7 @@ def name_cache_key(linker: Saved, names: Optional[Sequence[str]] = None) -> str:
     from ..encoders.thinc_biencoder import torch_module
 
     digest = hashlib.sha1()
-    digest.update("\n".join(linker.state.index.names.names if names is None else names).encode("utf-8"))
+    digest.update(joined_utf8(linker.state.index.names.names if names is None else names))
     attrs = linker.model.attrs
     digest.update(repr([attrs.get(k) for k in ("pooling", "similarity", "max_length")]).encode())
     for name, tensor in torch_module(linker.model).tower("concept").state_dict().items():

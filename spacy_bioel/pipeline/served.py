@@ -28,6 +28,7 @@ import numpy as np
 from spacy.language import Language
 
 from .. import assets
+from ..index.names import joined_utf8
 from ..kb.knowledge_base import KnowledgeBase
 from .defaults import ENCODER
 
@@ -51,7 +52,7 @@ def names_key(names, tower_digest: str) -> str:
     """The embedding-cache key of `names` encoded by the shipped graph."""
     digest = hashlib.sha1()
     digest.update(("served\n" + tower_digest + "\n").encode("utf-8"))
-    digest.update("\n".join(names).encode("utf-8"))
+    digest.update(joined_utf8(names))
     return digest.hexdigest()[:20]
 
 

@@ -391,3 +391,33 @@ def test_an_onnx_pipeline_predicts_where_pytorch_is_not_installed(tiny_bert_dir,
     lines = done.stdout.strip().splitlines()
     assert eval(lines[0]) == want
     assert lines[1] == "BioELError [E180"  # refreshing needs PyTorch: a coded error says so
+
+
+def test_sessions_share_one_arena_and_give_what_a_session_of_its_own_gives():
+    """Every session this package opens uses the one CPU arena registered with ONNX
+    Runtime's environment (`shared_arena`): two graphs run in turn, with inputs of
+    changing shapes, give what ONNX Runtime's own session of each gives."""
+    pytest.importorskip("onnx")
+    import onnxruntime
+    from onnx import TensorProto, helper
+
+    from spacy_bioel.encoders.onnx_sessions import new_session, shared_arena
+
+    def graph(op: str) -> bytes:
+        node = helper.make_node(op, ["a", "b"], ["c"])
+        inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["n", "n"]) for n in "ab"]
+        out = helper.make_tensor_value_info("c", TensorProto.FLOAT, ["n", "n"])
+        model = helper.make_model(helper.make_graph([node], op, inputs, [out]),
+                                  opset_imports=[helper.make_opsetid("", 17)])
+        return model.SerializeToString()
+
+    ours = [new_session(graph(op)) for op in ("MatMul", "Add")]
+    assert shared_arena(onnxruntime)
+    own = [onnxruntime.InferenceSession(graph(op), providers=["CPUExecutionProvider"])
+           for op in ("MatMul", "Add")]
+    rng = np.random.default_rng(0)
+    for n in (3, 64, 5, 128, 2):
+        feed = {"a": rng.standard_normal((n, n), dtype=np.float32),
+                "b": rng.standard_normal((n, n), dtype=np.float32)}
+        for session, reference in zip(ours, own):
+            assert np.array_equal(session.run(None, feed)[0], reference.run(None, feed)[0])

@@ -127,3 +127,25 @@ def test_top_k_ties_do_not_depend_on_k():
         assert idx.tolist() == full[:, :k].tolist()
         expected = np.lexsort((np.arange(50)[None].repeat(20, 0), -scores), axis=1)[:, :k]
         assert idx.tolist() == expected.tolist()
+
+
+def test_the_name_table_packs_its_names_and_reads_them_back():
+    """`NameTable.names` holds the names as one UTF-8 buffer: indexing (negative
+    too), slicing, iteration and the joined bytes of the cache keys give the names
+    as strings, in row order (non-ASCII names included); a table without names is
+    empty."""
+    from spacy_bioel.index.names import joined_utf8
+
+    kb = KnowledgeBase(name="toy")
+    kb.add(Concept("D1", "Sjögren syndrome", synonyms=("SS", "Sicca")))
+    kb.add(Concept("D2", "maladie de Crohn"))
+    table = NameTable(kb, [("D2", "Crohn’s"), ("D9", "unlisted")])
+    expected = ["Sjögren syndrome", "SS", "Sicca", "maladie de Crohn", "Crohn’s", "unlisted"]
+    assert list(table.names) == expected and len(table) == 6 and table.names[-1] == "unlisted"
+    assert table.names[1:4] == expected[1:4] and table.names[4] == "Crohn’s"
+    assert joined_utf8(table.names) == "\n".join(expected).encode("utf-8") == joined_utf8(expected)
+    assert table.concept_ids == ["D1", "D2", "D9"] and table.owners.tolist() == [0, 0, 0, 1, 1, 2]
+    with pytest.raises(IndexError):
+        table.names[6]
+    empty = NameTable(KnowledgeBase(name="empty"))
+    assert len(empty) == 0 and list(empty.names) == [] and joined_utf8(empty.names) == b""

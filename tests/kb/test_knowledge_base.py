@@ -1,3 +1,6 @@
+import copy
+import pickle
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -216,3 +219,56 @@ def test_a_kb_files_digest_without_building_it(tmp_path):
     with pytest.raises(BioELError) as err:
         KnowledgeBase.file_digest(tmp_path / "cut.bioelkb")
     assert err.value.code == "E013"
+
+
+def _payload_kb(payload: dict) -> bytes:
+    """A KB file whose msgpack payload is `payload` (to damage one column)."""
+    import zlib
+
+    import srsly
+
+    from spacy_bioel.kb.knowledge_base import KB_FORMAT_VERSION
+
+    return KB_MAGIC + KB_FORMAT_VERSION.to_bytes(2, "little") + zlib.compress(srsly.msgpack_dumps(payload))
+
+
+def test_a_loaded_kb_reads_its_concepts_from_the_packed_file():
+    """A loaded KB keeps its file's payload and decodes a concept when read: every
+    field comes back equal (scopes, types, definition, relations, cross-references
+    and non-ASCII names too), concepts added or replaced after loading keep the
+    KB's order, derived KBs and copies of a loaded one are the built one's, and the
+    digest of a loaded KB is the built one's."""
+    kb = make_kb()
+    kb.add(Concept("HP:1", "Ataxie cérébelleuse", ("Sjögren–Larsson", "x"), synonym_scopes=("EXACT", "RELATED"),
+                   types=("phenotype",), xrefs=("UMLS:C0007758", "MESH:D002524")))
+    loaded = KnowledgeBase.from_bytes(kb.to_bytes())
+    assert list(loaded) == list(kb) and loaded["HP:1"] == kb["HP:1"] and loaded.get("OMIM:2") == kb["D2"]
+    assert loaded.digest() == kb.digest() and list(loaded.keyed_names()) == list(kb.keyed_names())
+    assert list(loaded.filtered(["HP:1", "D1"])) == list(kb.filtered(["HP:1", "D1"]))
+    assert list(loaded.without_synonyms()) == list(kb.without_synonyms())
+    assert list(pickle.loads(pickle.dumps(loaded))) == list(copy.deepcopy(loaded)) == list(kb)
+    loaded.add(Concept("D3", "asthma"))
+    kb.add(Concept("D3", "asthma"))
+    assert loaded.concept_ids == ["D1", "D2", "HP:1", "D3"] and loaded.digest() == kb.digest()
+    assert KnowledgeBase.from_bytes(loaded.to_bytes()).digest() == kb.digest()
+
+
+@pytest.mark.parametrize("column,value,problem", [
+    ("synonyms", [["CRC"], "not a list"], "synonyms value of concept 'D2'"),
+    ("relations", [[["is_a"]], []], "relations value of concept 'D1'"),
+    ("definitions", [None, 3], "definitions value of concept 'D2'"),
+    ("names", ["colon cancer"], "columns of different lengths"),
+])
+def test_a_kb_file_with_a_damaged_column_names_it(column, value, problem):
+    """Reading a KB file checks every concept's value of every column as it goes (the
+    concepts are decoded only later): a damaged one is E013 naming the column and
+    the concept, not an error at the first read of that concept."""
+    payload = {"name": "toy", "strip_prefixes": [], "meta": {}, "ids": ["D1", "D2"],
+               "names": ["colon cancer", "asthma"], "synonyms": [[], []], "scopes": [[], []],
+               "types": [[], []], "definitions": [None, None], "alt_ids": [[], []],
+               "relations": [[], []], "alt_map": {}}
+    assert len(KnowledgeBase.from_bytes(_payload_kb(payload))) == 2
+    payload[column] = value
+    with pytest.raises(BioELError) as err:
+        KnowledgeBase.from_bytes(_payload_kb(payload))
+    assert err.value.code == "E013" and problem in str(err.value)
