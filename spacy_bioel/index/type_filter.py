@@ -43,7 +43,7 @@ class TypeFilter:
         this KB (a misspelt type would silently empty every list)."""
         names = index.names
         self.concept_ids = list(names.concept_ids)
-        types = [set(kb[cid].types) for cid in names.concept_ids]
+        types = [set(t) for t in kb.field_values("types", names.concept_ids)]
         self._masks = {}
         for label, allowed in self.allowed.items():
             mask = np.array([bool(t.intersection(allowed)) for t in types], dtype=bool)

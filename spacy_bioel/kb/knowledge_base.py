@@ -171,6 +171,15 @@ class KnowledgeBase:
         primary = self.resolve(concept_id)
         return default if primary is None else self._concepts[primary]
 
+    def field_values(self, field: str, concept_ids: Iterable[str]) -> List:
+        """RETURNS (List): each concept's value of one field, by its column name in a
+        KB file ("types", "xrefs", "synonyms", ...: `store.FIELDS`), decoding no
+        other field. Raises KeyError (E006) for an id that is not a primary one."""
+        try:
+            return self._concepts.field_values(field, concept_ids)
+        except KeyError as err:
+            raise KeyError(Errors.E006.format(concept_id=err.args[0])) from None
+
     @property
     def concept_ids(self) -> List[str]:
         return list(self._concepts)

@@ -11,42 +11,37 @@ concept's value starts in it (`PackedColumns`): reading the file unpacks one val
 at a time to check it, and keeps none. MEDIC 2012 (11,915 concepts, 76,237 names):
 docs/results/speed.md measures what this saves (issue 74's memory goal).
 
-A concept added or replaced after loading is held as its own msgpack record
-(`pack`). Reading a concept decodes its fields (a few microseconds); a new, equal
-`Concept` comes back each time.
+Reading a packed concept decodes its fields (a few microseconds); a new, equal
+`Concept` comes back each time. A concept added or replaced (a KB being built from
+its sources, or one added to a loaded KB) is held as the `Concept` it is.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, MutableMapping, Optional, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, MutableMapping, Optional, Tuple, Union
 
 import numpy as np
 
-try:  # srsly's compiled msgpack: its public `unpackb` looks up srsly's registered
-    # decoders at every call (about 150 us a value), which no value here needs
-    from srsly.msgpack._packer import Packer
-    from srsly.msgpack._unpacker import Unpacker, unpackb
-except ImportError:  # pragma: no cover - another srsly layout
-    from srsly.msgpack import Packer, Unpacker, unpackb
-from srsly.msgpack.exceptions import OutOfData
-
 from .concept import Concept
 
-_PACKER = Packer(use_bin_type=True)
 # the payload's concept columns, in `Concept`'s field order after the id (`_packed` writes them)
 FIELDS = ("names", "synonyms", "scopes", "types", "definitions", "alt_ids", "relations", "xrefs")
+CONCEPT_FIELDS = ("canonical_name", "synonyms", "synonym_scopes", "types", "definition", "alt_ids",
+                  "relations", "xrefs")  # the `Concept` field of each column
 OPTIONAL = {"xrefs": ()}  # a KB without any cross-reference writes no xrefs column
 
 
-def pack(concept: Concept) -> bytes:
-    """RETURNS (bytes): `concept`'s fields after its id as one msgpack record."""
-    return _PACKER.pack((concept.canonical_name, concept.synonyms, concept.synonym_scopes,
-                         concept.types, concept.definition, concept.alt_ids, concept.relations,
-                         concept.xrefs))
+def _msgpack():
+    """srsly's compiled msgpack (Unpacker, unpackb, OutOfData), imported when a KB
+    file is read: building a KB needs no srsly (the GPU check's environment has
+    none). Its public `unpackb` looks up srsly's registered decoders at every call
+    (about 150 us a value), which no value here needs."""
+    from srsly.msgpack.exceptions import OutOfData
 
-
-def unpack(concept_id: str, record: bytes) -> Concept:
-    """RETURNS (Concept): the concept of a record written by `pack`."""
-    return Concept(concept_id, *unpackb(record, raw=False, use_list=False))
+    try:
+        from srsly.msgpack._unpacker import Unpacker, unpackb
+    except ImportError:  # pragma: no cover - another srsly layout
+        from srsly.msgpack import Unpacker, unpackb
+    return Unpacker, unpackb, OutOfData
 
 
 def _check_value(column: str, value, concept_id: str) -> None:
@@ -80,6 +75,7 @@ class PackedColumns:
     def __init__(self, payload: bytes, offsets: np.ndarray, missing: Dict[str, tuple]) -> None:
         self.payload = payload
         self._view = memoryview(payload)
+        self._unpackb = _msgpack()[1]
         self.offsets = offsets
         self.missing = missing
 
@@ -95,12 +91,12 @@ class PackedColumns:
         if name in self.missing:
             return self.missing[name]
         start, end = self.offsets[row, field], self.offsets[row + 1, field]
-        return unpackb(self._view[start:end], raw=False, use_list=False)
+        return self._unpackb(self._view[start:end], raw=False, use_list=False)
 
     def fields(self, row: int) -> Tuple:
         """Concept `row`'s values, in FIELDS' order."""
         starts, ends = self.offsets[row].tolist(), self.offsets[row + 1].tolist()
-        view = self._view
+        view, unpackb = self._view, self._unpackb
         return tuple(self.missing[name] if name in self.missing else
                      unpackb(view[start:end], raw=False, use_list=False)
                      for name, start, end in zip(FIELDS, starts, ends))
@@ -111,6 +107,7 @@ def read_payload(payload: bytes) -> Tuple[Dict[str, object], List[str], PackedCo
     at a time, checking each: the header entries (name, prefixes, meta, alt_map),
     the concept ids and the packed columns. Raises TypeError or ValueError
     (a damaged file) with what is wrong."""
+    Unpacker, _, OutOfData = _msgpack()
     unpacker = Unpacker(raw=False, max_buffer_size=len(payload) + 1, strict_map_key=False)
     unpacker.feed(payload)
     try:
@@ -155,24 +152,25 @@ def _read(unpacker, payload: bytes) -> Tuple[Dict[str, object], List[str], Packe
 
 
 class ConceptStore(MutableMapping):
-    """Concept id -> `Concept`, in insertion order. A concept is either a row of
-    a loaded payload's `PackedColumns` or its own record (`pack`), set after."""
+    """Concept id -> `Concept`, in insertion order. A concept is a row of a loaded
+    payload's `PackedColumns` (decoded when read), or the `Concept` itself where it
+    was added or replaced (a KB being built holds its concepts as they are)."""
 
     __slots__ = ("_entries", "_columns")
 
     def __init__(self, columns: Optional[PackedColumns] = None,
                  ids: Optional[List[str]] = None) -> None:
         self._columns = columns
-        self._entries: Dict[str, Union[int, bytes]] = {cid: row for row, cid in enumerate(ids or ())}
+        self._entries: Dict[str, Union[int, Concept]] = {cid: row for row, cid in enumerate(ids or ())}
 
     def __getitem__(self, concept_id: str) -> Concept:
         entry = self._entries[concept_id]
-        if isinstance(entry, bytes):
-            return unpack(concept_id, entry)
+        if isinstance(entry, Concept):
+            return entry
         return Concept(concept_id, *self._columns.fields(entry))
 
     def __setitem__(self, concept_id: str, concept: Concept) -> None:
-        self._entries[concept_id] = pack(concept)
+        self._entries[concept_id] = concept
 
     def __delitem__(self, concept_id: str) -> None:
         del self._entries[concept_id]
@@ -187,7 +185,7 @@ class ConceptStore(MutableMapping):
         return len(self._entries)
 
     def values(self) -> Iterator[Concept]:  # type: ignore[override]
-        """Yield every concept, decoded, in insertion order."""
+        """Yield every concept, decoded where it is packed, in insertion order."""
         return (self[cid] for cid in self._entries)
 
     def names(self) -> Iterator[Tuple[str, str, Tuple[str, ...]]]:
@@ -195,20 +193,32 @@ class ConceptStore(MutableMapping):
         nothing else."""
         columns = self._columns
         if columns is not None:  # where the name and synonym values start, as Python ints
-            view, bounds = columns._view, columns.offsets[:, :2].tolist()
+            view, unpackb, bounds = columns._view, columns._unpackb, columns.offsets[:, :2].tolist()
         for cid, entry in self._entries.items():
-            if isinstance(entry, bytes):
-                concept = unpack(cid, entry)
-                yield cid, concept.canonical_name, concept.synonyms
+            if isinstance(entry, Concept):
+                yield cid, entry.canonical_name, entry.synonyms
             else:
                 (name_start, synonyms_start), (name_end, synonyms_end) = bounds[entry], bounds[entry + 1]
                 yield (cid, unpackb(view[name_start:name_end], raw=False, use_list=False),
                        unpackb(view[synonyms_start:synonyms_end], raw=False, use_list=False))
 
+    def field_values(self, field: str, concept_ids: Iterable[str]) -> List:
+        """Each listed concept's value of one `Concept` field after the id (a FIELDS
+        column: "types", "xrefs", ...), decoding nothing else (a type filter reads
+        every concept's types when a pipeline loads)."""
+        position = FIELDS.index(field)
+        out = []
+        for cid in concept_ids:
+            entry = self._entries[cid]
+            if isinstance(entry, Concept):
+                out.append(getattr(entry, CONCEPT_FIELDS[position]))
+            else:
+                out.append(self._columns.value(entry, position))
+        return out
+
     def copy_from(self, other: "ConceptStore", concept_id: str) -> None:
-        """Add `other`'s concept `concept_id` (its record, or packed anew from its row)."""
-        entry = other._entries[concept_id]
-        self._entries[concept_id] = entry if isinstance(entry, bytes) else pack(other[concept_id])
+        """Add `other`'s concept `concept_id` (decoded once where it is packed)."""
+        self._entries[concept_id] = other[concept_id]
 
 
-__all__ = ["ConceptStore", "PackedColumns", "read_payload", "pack", "unpack", "FIELDS"]
+__all__ = ["ConceptStore", "PackedColumns", "read_payload", "FIELDS"]

@@ -272,3 +272,15 @@ def test_a_kb_file_with_a_damaged_column_names_it(column, value, problem):
     with pytest.raises(BioELError) as err:
         KnowledgeBase.from_bytes(_payload_kb(payload))
     assert err.value.code == "E013" and problem in str(err.value)
+
+
+def test_one_field_of_many_concepts_is_read_alone():
+    """`field_values` reads one column of the listed concepts, loaded or added, and an
+    unknown id is E006 as `kb[id]` is."""
+    kb = make_kb()
+    loaded = KnowledgeBase.from_bytes(kb.to_bytes())
+    loaded.add(Concept("D3", "asthma", types=("Disease",), xrefs=("UMLS:C0004096",)))
+    assert loaded.field_values("types", ["D3", "D1", "D2"]) == [("Disease",), ("Neoplasm",), ()]
+    assert loaded.field_values("xrefs", ["D2", "D3"]) == [(), ("UMLS:C0004096",)]
+    with pytest.raises(KeyError, match="E006"):
+        loaded.field_values("types", ["OMIM:1"])
