@@ -70,7 +70,7 @@ class KnowledgeBase:
         self.name = name
         self.strip_prefixes: Tuple[str, ...] = tuple(strip_prefixes)
         self.meta: Dict[str, object] = {}
-        self._concepts = ConceptStore()  # concept id -> Concept, each held packed
+        self._concepts = ConceptStore()  # concept id -> Concept (a loaded KB's kept packed: `store`)
         self._alt_to_primary: Dict[str, str] = {}
         self._alias_index: Optional[Dict[str, List[str]]] = None
 
