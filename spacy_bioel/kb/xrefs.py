@@ -50,18 +50,23 @@ def split_xref(xref: str) -> tuple:
 
 def id_in_space(concept: Concept, space: str) -> Optional[str]:
     """The id of `concept` in the vocabulary `space` (see the module), or None."""
+    return id_of(concept.concept_id, concept.xrefs, space)
+
+
+def id_of(concept_id: str, xrefs: Sequence[str], space: str) -> Optional[str]:
+    """`id_in_space` of a concept given by its id and cross-references."""
     wanted = space_of(space)
-    for xref in concept.xrefs:
+    for xref in xrefs:
         prefix, local = split_xref(xref)
         if prefix == wanted and local:
             return local
-    prefix, local = split_xref(concept.concept_id)
+    prefix, local = split_xref(concept_id)
     if prefix == wanted:
         return local
-    if wanted == "UMLS" and _CUI.match(concept.concept_id):
-        return concept.concept_id
-    if wanted == "MESH" and re.match(r"^[CD]\d{6,9}$", concept.concept_id):
-        return concept.concept_id
+    if wanted == "UMLS" and _CUI.match(concept_id):
+        return concept_id
+    if wanted == "MESH" and re.match(r"^[CD]\d{6,9}$", concept_id):
+        return concept_id
     return None
 
 
@@ -122,4 +127,4 @@ def gold_coverage(kb, space: str, gold_ids: Sequence[str]) -> Dict[str, object]:
             "share": round(hit / len(ids), 4) if ids else 0.0}
 
 
-__all__ = ["ALIASES", "coverage", "gold_coverage", "reachable", "id_in_space", "space_of", "spaces", "split_xref"]
+__all__ = ["ALIASES", "coverage", "gold_coverage", "reachable", "id_in_space", "id_of", "space_of", "spaces", "split_xref"]

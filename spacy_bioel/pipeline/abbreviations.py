@@ -37,7 +37,9 @@ _PAREN = re.compile(r"\(([^()]{1,12})\)")
 _MAX_WORD = 64
 
 
-def _is_short_form(candidate: str) -> bool:
+def is_short_form(candidate: str) -> bool:
+    """Whether `candidate` can be a short form (2-10 characters, at most 2 words,
+    alphanumeric first, a letter): `find_abbreviations` keys nothing else."""
     if not 2 <= len(candidate) <= 10 or len(candidate.split()) > 2:
         return False
     return candidate[0].isalnum() and any(c.isalpha() for c in candidate)
@@ -102,7 +104,7 @@ def find_abbreviations(text: str) -> Dict[str, str]:
     out: Dict[str, str] = {}
     for match in _PAREN.finditer(text):
         short_form = match.group(1).strip()
-        if not _is_short_form(short_form) or short_form in out:
+        if not is_short_form(short_form) or short_form in out:
             continue
         window = min(len(short_form) + 5, 2 * len(short_form))
         words = _in_sentence(_preceding_words(text, match.start(), window))
@@ -128,4 +130,4 @@ def _extended(short_form: str, long_form: str, words: List[str]) -> str:
     return " ".join(words[-taken:])
 
 
-__all__ = ["find_abbreviations", "best_long_form"]
+__all__ = ["find_abbreviations", "best_long_form", "is_short_form"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..kb.knowledge_base import NIL
-from ..kb.xrefs import id_in_space
+from ..kb.xrefs import id_of
 
 SUPPORT_TIE = 1e-5
 Retrieved = List[Dict[str, Any]]  # per mention alternative: candidates, neighbours
@@ -54,19 +54,20 @@ class Decision:
         extensions the cfg names (candidates, NIL flag and score, similarity,
         probability, the linked concept's cross-references, read in `kb`).
         RETURNS (bool): whether `id_space` had no id for the linked concept."""
-        concept_id, id_space = self.concept_id, cfg.get("id_space")
-        concept = kb.get(concept_id) if concept_id is not None and kb is not None else None
+        concept_id, id_space, xrefs_attr = self.concept_id, cfg.get("id_space"), cfg.get("xrefs_attr")
+        xrefs = kb.xrefs_of(concept_id) if concept_id is not None and kb is not None and (
+            id_space or xrefs_attr) else None  # None: a concept the KB does not know
         unmapped = False
         if concept_id is None:
             ent.kb_id_ = NIL
-        elif id_space and concept is not None:
-            in_space = id_in_space(concept, id_space)
+        elif id_space and xrefs is not None:
+            in_space = id_of(kb.resolve(concept_id), xrefs, id_space)
             ent.kb_id_, unmapped = (in_space, False) if in_space is not None else (NIL, True)
         else:
             ent.kb_id_ = concept_id
         extensions = ent._  # one accessor for the six values (each `ent._` builds one)
-        if cfg.get("xrefs_attr"):
-            extensions.set(cfg["xrefs_attr"], list(concept.xrefs) if concept is not None else [])
+        if xrefs_attr:
+            extensions.set(xrefs_attr, list(xrefs) if xrefs is not None else [])
         for attr, value in (("kb_ents_attr", self.candidates), ("is_nil_attr", self.is_nil),
                             ("nil_score_attr", self.nil_score), ("similarity_attr", self.similarity),
                             ("probability_attr", self.probability)):

@@ -11,7 +11,7 @@ from spacy.training import Example
 from ..encoders.common import span_of_input  # noqa: F401 - re-exported
 from ..kb.ids import split_gold_ids
 from ..datastore.knn import HELD_OUT_KNN, held_out_key
-from .abbreviations import find_abbreviations
+from .abbreviations import find_abbreviations, is_short_form
 
 SpanKey = Tuple[int, int, int]  # (doc index, start char, end char)
 
@@ -113,10 +113,11 @@ def long_forms(docs: List[Doc], spans_key: Optional[str] = None) -> Dict[SpanKey
     (Schwartz & Hearst 2003 definitions found in the same document)."""
     out = {}
     for i, doc in enumerate(docs):
+        short = [ent for ent in mention_spans(doc, spans_key) if is_short_form(ent.text)]
+        if not short:  # no mention can be a defined short form: the doc's text is not built
+            continue   # (spaCy joins it token by token at each `doc.text`)
         pairs = find_abbreviations(doc.text)
-        if not pairs:
-            continue
-        for ent in mention_spans(doc, spans_key):
+        for ent in short:
             long_form = pairs.get(ent.text)
             if long_form:
                 out[(i, ent.start_char, ent.end_char)] = long_form
