@@ -57,25 +57,42 @@ class NameMatcher:
             elif key:
                 short.add(name.strip())
         self.short: FrozenSet[str] = frozenset(short)
+        self.short_length = max(map(len, short), default=0)  # the longest short name's text
 
     def matches(self, doc: Doc) -> List[Tuple[int, int]]:
         """Every (start, end) token span of `doc` that spells a name and begins
-        and ends with a token holding a letter or digit."""
-        words = [tuple(normalize_text(t.text).split()) for t in doc]
+        and ends with a token holding a letter or digit. A short name is compared
+        with the span's text (`doc[i:j].text`), built from the tokens' texts (spaCy
+        builds a span for each: 13% of the text pipeline's time on NCBI test) and
+        only while it is no longer than the longest short name."""
+        texts: List[str] = []
+        with_ws: List[str] = []
+        for token in doc:
+            texts.append(token.text)
+            with_ws.append(token.text_with_ws)
+        keys: Dict[str, Tuple[str, ...]] = {}  # a token text's words, normalised once a doc
+        words = [keys[t] if t in keys else keys.setdefault(t, tuple(normalize_text(t).split()))
+                 for t in texts]
+        n = len(texts)
         out: List[Tuple[int, int]] = []
-        for i in range(len(doc)):
+        for i in range(n):
             if not words[i]:
                 continue
             key: Tuple[str, ...] = ()
-            for j in range(i, min(len(doc), i + self.max_words)):
+            for j in range(i, min(n, i + self.max_words)):
                 key += words[j]
                 if words[j] and key in self.long:
                     out.append((i, j + 1))
                 if key not in self.prefixes:
                     break
-            for j in range(i + 1, min(len(doc), i + 3) + 1):
-                if words[j - 1] and doc[i:j].text in self.short:
+            before = ""  # doc[i:j - 1].text_with_ws
+            for j in range(i + 1, min(n, i + 3) + 1):
+                text = before + texts[j - 1]  # doc[i:j].text
+                if len(text) > self.short_length:
+                    break
+                if words[j - 1] and text in self.short:
                     out.append((i, j))
+                before += with_ws[j - 1]
         return out
 
     @staticmethod

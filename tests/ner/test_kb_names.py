@@ -92,3 +92,40 @@ def test_no_kb_says_what_to_set():
     with pytest.raises(BioELError) as err:
         model.initialize(X=[_doc(["asthma"])])
     assert err.value.code == "E226"
+
+
+def _reference_matches(matcher, doc):
+    """`NameMatcher.matches` as first written: each short name compared with the text
+    of a span spaCy builds."""
+    words = [tuple(normalize_text(t.text).split()) for t in doc]
+    out = []
+    for i in range(len(doc)):
+        if not words[i]:
+            continue
+        key = ()
+        for j in range(i, min(len(doc), i + matcher.max_words)):
+            key += words[j]
+            if words[j] and key in matcher.long:
+                out.append((i, j + 1))
+            if key not in matcher.prefixes:
+                break
+        for j in range(i + 1, min(len(doc), i + 3) + 1):
+            if words[j - 1] and doc[i:j].text in matcher.short:
+                out.append((i, j))
+    return out
+
+
+def test_short_names_match_the_span_texts_spacy_would_build():
+    """The matches built from the tokens' texts are those of spaCy's span texts, for
+    short names with spaces and punctuation inside and around (`A-T`, `C. H. D`),
+    repeated tokens and the end of the doc."""
+    names = NAMES + ["A-T", "C. H", "Th", "x y", "colon"]
+    matcher = NameMatcher(names)
+    nlp = spacy.blank("en")
+    for text in ["A-T and CHD, C. H. D in AS; Th x y  colon cancer (AS)",
+                 "AS AS A - T colon  cancer x y", "CHD", "", "C. H"]:
+        doc = nlp(text)
+        assert matcher.matches(doc) == _reference_matches(matcher, doc), text
+    words = ["A", "-", "T", "x", "y", "Th", "AS", "colon", "cancer"]
+    doc = Doc(nlp.vocab, words=words, spaces=[False, False, True, True, False, True, True, True, False])
+    assert matcher.matches(doc) == _reference_matches(matcher, doc) != []
