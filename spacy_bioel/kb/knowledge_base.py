@@ -55,6 +55,9 @@ class KnowledgeBase:
     form (`normalize_text`) in an alias map that returns every concept a name
     can denote (ambiguous names map to several concepts).
 
+    A KB read from a file keeps its concepts packed (`kb.store`): reading one
+    decodes it, and returns a new, equal `Concept` each time.
+
     strip_prefixes (Sequence[str]): Prefixes that `resolve` may strip from a
         query id ("MESH:" lets 'MESH:D009203' resolve to 'D009203').
     name (str): A label for reports (e.g. 'MEDIC 2012').
