@@ -16,7 +16,7 @@ from .int8_exact import EXTERNAL_FOLDER, exact_graph, whole_graph
 from .threads import child_threads, limit_threads
 
 _OWNERS: "weakref.WeakSet" = weakref.WeakSet()
-_SHARED_ARENA: Dict[str, bool] = {}  # whether this process' ONNX Runtime has the shared arena
+_SHARED_ARENA: Optional[bool] = None  # whether this process' ONNX Runtime has the shared arena
 _FORKED = False
 _CAP = 0  # intra-op threads of the sessions opened from now on (0: all cores; `cap_threads`)
 
@@ -67,17 +67,18 @@ def shared_arena(onnxruntime) -> bool:
     default linking the natural corpus peaked 8-9 MB lower at the same speed
     (docs/results/speed.md). Whether sessions can use it: an ONNX Runtime without
     the call, or with a CPU arena registered by other code, keeps one per session."""
-    if "ok" not in _SHARED_ARENA:
+    global _SHARED_ARENA
+    if _SHARED_ARENA is None:
         try:
             info = onnxruntime.OrtMemoryInfo("Cpu", onnxruntime.OrtAllocatorType.ORT_ARENA_ALLOCATOR,
                                              0, onnxruntime.OrtMemType.DEFAULT)
             # max_mem 0 (no cap), extend by powers of two (ONNX Runtime's default), chunk and
             # dead-byte settings at their defaults (-1)
             onnxruntime.create_and_register_allocator(info, onnxruntime.OrtArenaCfg(0, 0, -1, -1))
-            _SHARED_ARENA["ok"] = True
+            _SHARED_ARENA = True
         except Exception:  # noqa: BLE001 - an older ONNX Runtime, or one registered already
-            _SHARED_ARENA["ok"] = False
-    return _SHARED_ARENA["ok"]
+            _SHARED_ARENA = False
+    return _SHARED_ARENA
 
 
 def new_session(source: Union[bytes, str], threads: int = 0,

@@ -22,7 +22,7 @@ class PackedNames(Sequence):
     here against about 8 MB as Python strings, and loading a pipeline builds it
     name by name without holding every string (docs/results/speed.md).
 
-    data (bytes): b"\\n".join of the names' UTF-8 bytes (`joined_utf8`).
+    data (bytes): b"\\n".join of the names' UTF-8 bytes (what `joined_utf8` returns).
     starts (np.ndarray): (n + 1,) where each name starts; starts[n] is
         len(data) + 1 (a name ends one byte before the next one starts).
     """
@@ -48,15 +48,11 @@ class PackedNames(Sequence):
         for start, end in zip(starts, starts[1:]):
             yield data[start:end - 1].decode("utf-8")
 
-    def joined_utf8(self) -> bytes:
-        """RETURNS (bytes): "\\n".join(names).encode("utf-8"), without building it."""
-        return self.data
-
 
 def joined_utf8(names: Sequence[str]) -> bytes:
     """RETURNS (bytes): "\\n".join(names).encode("utf-8") (a `PackedNames` holds it)."""
     if isinstance(names, PackedNames):
-        return names.joined_utf8()
+        return names.data
     return "\n".join(names).encode("utf-8")
 
 

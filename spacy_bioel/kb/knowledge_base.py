@@ -174,17 +174,11 @@ class KnowledgeBase:
         primary = self.resolve(concept_id)
         return default if primary is None else self._concepts[primary]
 
-    def xrefs_of(self, concept_id: str) -> Optional[Tuple[str, ...]]:
-        """RETURNS (Optional[Tuple[str, ...]]): a concept's cross-references (a
-        primary or alternate id), decoding nothing else of it; None for an id the KB
-        does not know (what the linker writes on each linked mention)."""
-        primary = self.resolve(concept_id)
-        return None if primary is None else self._concepts.field_values("xrefs", (primary,))[0]
-
     def field_values(self, field: str, concept_ids: Iterable[str]) -> List:
         """RETURNS (List): each concept's value of one field, by its column name in a
         KB file ("types", "xrefs", "synonyms", ...: `store.FIELDS`), decoding no
-        other field. Raises KeyError (E006) for an id that is not a primary one."""
+        other field (the linker reads each linked concept's "xrefs" so). Raises
+        KeyError (E006) for an id that is not a primary one."""
         try:
             return self._concepts.field_values(field, concept_ids)
         except KeyError as err:

@@ -71,8 +71,10 @@ class NameMatcher:
             texts.append(token.text)
             with_ws.append(token.text_with_ws)
         keys: Dict[str, Tuple[str, ...]] = {}  # a token text's words, normalised once a doc
-        words = [keys[t] if t in keys else keys.setdefault(t, tuple(normalize_text(t).split()))
-                 for t in texts]
+        for text in texts:
+            if text not in keys:
+                keys[text] = tuple(normalize_text(text).split())
+        words = [keys[text] for text in texts]
         n = len(texts)
         out: List[Tuple[int, int]] = []
         for i in range(n):

@@ -55,13 +55,14 @@ class Decision:
         probability, the linked concept's cross-references, read in `kb`).
         RETURNS (bool): whether `id_space` had no id for the linked concept."""
         concept_id, id_space, xrefs_attr = self.concept_id, cfg.get("id_space"), cfg.get("xrefs_attr")
-        xrefs = kb.xrefs_of(concept_id) if concept_id is not None and kb is not None and (
-            id_space or xrefs_attr) else None  # None: a concept the KB does not know
+        primary = kb.resolve(concept_id) if concept_id is not None and kb is not None and (
+            id_space or xrefs_attr) else None  # None: not needed, or a concept the KB does not know
+        xrefs = kb.field_values("xrefs", (primary,))[0] if primary is not None else None
         unmapped = False
         if concept_id is None:
             ent.kb_id_ = NIL
-        elif id_space and xrefs is not None:
-            in_space = id_of(kb.resolve(concept_id), xrefs, id_space)
+        elif id_space and primary is not None:
+            in_space = id_of(primary, xrefs, id_space)
             ent.kb_id_, unmapped = (in_space, False) if in_space is not None else (NIL, True)
         else:
             ent.kb_id_ = concept_id
