@@ -81,47 +81,59 @@ def shared_arena(onnxruntime) -> bool:
     return _SHARED_ARENA
 
 
-def new_session(source: Union[bytes, str], threads: int = 0,
-                initializers: Optional[Dict[str, Any]] = None):
+def new_session(source: Union[bytes, str], threads: int = 0):
     """An ONNX Runtime CPU session of a graph (bytes or a file path): `threads`
     intra-op threads (0: all cores, or `cap_threads`' cap, or
     $SPACY_BIOEL_CHILD_THREADS in a forked worker), whose idle threads spin
     between the calls' operators (ONNX Runtime's default: the encoder's many small
-    operators wait on no wake-up; docs/results/speed.md). `initializers` (name ->
-    OrtValue) replace the graph's own; such a session does not pre-pack them (a
-    second copy, more memory for no speed). Its memory arena (the process' one,
-    `shared_arena`) keeps the score buffers of a block of queries for the next
-    block: without an arena, where glibc's thresholds are static (`allocator`),
-    every block mapped and zeroed fresh pages, slower for little memory
-    (docs/results/speed.md). On a CPU whose kernel
-    saturates uint8 x int8 products, the graph's shifted int8 matmuls are split
-    into exact halves first (`int8_exact`). E178 without onnxruntime."""
+    operators wait on no wake-up; docs/results/speed.md). Its memory arena (the
+    process' one, `shared_arena`) keeps the score buffers of a block of queries
+    for the next block: without an arena, where glibc's thresholds are static
+    (`allocator`), every block mapped and zeroed fresh pages, slower for little
+    memory (docs/results/speed.md). On a CPU whose kernel saturates uint8 x int8
+    products, the graph's shifted int8 matmuls are made exact first
+    (`int8_exact`); weights that rewrite reads from the graph's external file are
+    given to the session as initializers, which it uses as they are (not
+    pre-packed: a second copy, more memory, and slower here). E178 without
+    onnxruntime."""
     try:
         import onnxruntime
     except ImportError as err:
         raise BioELError(Errors.E178.format(missing="onnxruntime")) from err
     if threads:
         limit_threads(threads)
-    graph = exact_graph(source)
+    graph, weights = exact_graph(source)
+    if graph is not source and not isinstance(source, bytes):
+        # the rewritten graph's bytes name the other weights of the file it was read from:
+        # mapped from there as before, not read whole (a lower peak)
+        try:
+            return _session(onnxruntime, graph, weights, threads,
+                            {EXTERNAL_FOLDER: str(Path(source).resolve().parent)})
+        except Exception:  # an ONNX Runtime without that option: the weights read whole
+            graph, weights = exact_graph(whole_graph(source))
+    return _session(onnxruntime, graph, weights, threads, {})
+
+
+def _session(onnxruntime, graph, weights: Dict[str, Any], threads: int, entries: Dict[str, str]):
+    """`new_session`'s session of `graph`, given `weights` (name -> array) as
+    initializers and the session config `entries`."""
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads or (child_threads() if _FORKED else _CAP)
     options.inter_op_num_threads = 1
     options.enable_mem_pattern = False  # with the shared arena: lower peak, same speed
     if shared_arena(onnxruntime):
         options.add_session_config_entry("session.use_env_allocators", "1")
-    for name, value in (initializers or {}).items():
+    # each OrtValue wraps its array without a copy; the session keeps them (below)
+    values = {name: onnxruntime.OrtValue.ortvalue_from_numpy(array) for name, array in weights.items()}
+    for name, value in values.items():
         options.add_initializer(name, value)
-    if initializers:
+    if values:
         options.add_session_config_entry("session.disable_prepacking", "1")
-    if graph is not source and not isinstance(source, bytes):
-        # the split graph's bytes name the weights of the file it was read from: mapped
-        # from there as before, not read whole (a lower peak)
-        options.add_session_config_entry(EXTERNAL_FOLDER, str(Path(source).resolve().parent))
-        try:
-            return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
-        except Exception:  # an ONNX Runtime without that option: the weights read whole
-            graph = exact_graph(whole_graph(source))
-    return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+    for key, value in entries.items():
+        options.add_session_config_entry(key, value)
+    session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+    session.bioel_weights = values  # ONNX Runtime reads them for as long as the session lives
+    return session
 
 
 __all__ = ["track", "new_session", "cap_threads", "shared_arena"]

@@ -42,7 +42,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ..encoders.int8_exact import u8s8_saturates
 from ..errors import BioELError, Errors
 from .names import top_k
 
@@ -56,8 +55,6 @@ STORE_FORMAT = 4  # 4: int8 names in blocks (3 still loads)
 BLOCK_BYTES = 8 * 2 ** 20  # scores computed per block of queries (flat search): bounds the peak memory
 BEST_BYTES = 16 * 2 ** 20  # per-concept best scores of the queries that share one pass over the names
 CHUNK_ROWS = 8192  # float16 vectors converted to float32 this many rows at a time
-# fewer queries per call where int8 products are split (`encoders.int8_exact`): the same peak
-SPLIT_BUFFERS = 2
 SCAN_QUERIES = 64  # queries per int8 scan call (int8 types; with int8_scan.BLOCK_NAMES: see there)
 RESCORE_ROWS = 8192  # proposed names gathered per step when re-scoring (approximate search)
 Hit = Tuple[int, int, float]  # (concept index, name index, score)
@@ -273,8 +270,6 @@ class DenseCandidateStore:
             # few queries per call: the score matrix of a block of names stays small
             scanned = max(1, min(len(self), self.int8_names()[2]))  # names per scan block
             block = int(max(1, min(SCAN_QUERIES, 4 * BLOCK_BYTES // (4 * scanned))))
-            if u8s8_saturates():  # the split scan holds more score buffers a call: fewer queries
-                block = max(1, block // SPLIT_BUFFERS)
             return self._search_approximate(queries, k, expansion, allowed, block)
         return self._search_approximate(queries, k, expansion, allowed)
 

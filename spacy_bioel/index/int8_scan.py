@@ -37,6 +37,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from ..encoders.int8_exact import u8s8_saturates
 from ..encoders.onnx_sessions import new_session, track
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -45,38 +46,43 @@ BLOCK_NAMES = 24576  # names per scanned block (the score buffer: queries x bloc
 QUERY_ZERO = 128  # a query's int8 values are passed as uint8 with this zero point (ONNX Runtime's u8 x s8 kernel)
 
 
-def graph_file() -> Path:
-    """The packaged weightless scan graph (`scan_graph`)."""
-    return ASSETS / "int8_scan.onnx"
+def graph_file(unsigned: bool = False) -> Path:
+    """The packaged weightless scan graph (`scan_graph(unsigned)`)."""
+    return ASSETS / ("int8_scan_u8.onnx" if unsigned else "int8_scan.onnx")
 
 
-def scan_graph() -> bytes:
+def scan_graph(unsigned: bool = False) -> bytes:
     """The weightless graph: queries (batch, dim) uint8 and their scales
     (batch, 1) float32 (`quantize_queries`), a block's names W (dim, size) int8
     and their scales (size,) float32, and k (1,) int64 -> indices (batch, k) of
     the block's best names by the int8 scan and their scores (batch, k). The
     int32 products are exact, so a query's scores do not depend on the queries
-    scanned beside it. Needs `onnx`; the package ships its output
-    (`graph_file`)."""
+    scanned beside it. `unsigned`: W is uint8, each name's int8 values + 128
+    (zero point 128), for CPUs whose uint8 x int8 kernel saturates
+    (`encoders.int8_exact`): the uint8 x uint8 kernel adds the same products
+    exactly. Needs `onnx`; the package ships both (`graph_file`)."""
     from onnx import TensorProto, helper
 
     # the names' scales multiply the exact int32 products inside the matmul; a query's
     # own scale (one positive number) leaves its ranking as it is, so only the k kept are scaled
-    nodes = [helper.make_node("MatMulIntegerToFloat", ["queries", "W", "one", "scale", "query_zero"],
-                              ["name_scaled"], domain="com.microsoft"),
+    names_zero = ["name_zero"] if unsigned else []
+    nodes = [helper.make_node("MatMulIntegerToFloat", ["queries", "W", "one", "scale", "query_zero"]
+                              + names_zero, ["name_scaled"], domain="com.microsoft"),
              helper.make_node("TopK", ["name_scaled", "k"], ["unscaled", "indices"], axis=1),
              helper.make_node("Mul", ["unscaled", "query_scale"], ["values"])]
     graph = helper.make_graph(
         nodes, "bioel_int8_scan",
         [helper.make_tensor_value_info("queries", TensorProto.UINT8, ["batch", "dim"]),
          helper.make_tensor_value_info("query_scale", TensorProto.FLOAT, ["batch", 1]),
-         helper.make_tensor_value_info("W", TensorProto.INT8, ["dim", "size"]),
+         helper.make_tensor_value_info("W", TensorProto.UINT8 if unsigned else TensorProto.INT8,
+                                       ["dim", "size"]),
          helper.make_tensor_value_info("scale", TensorProto.FLOAT, ["size"]),
          helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
         [helper.make_tensor_value_info("indices", TensorProto.INT64, ["batch", "pool"]),
          helper.make_tensor_value_info("values", TensorProto.FLOAT, ["batch", "pool"])],
         initializer=[helper.make_tensor("one", TensorProto.FLOAT, [], [1.0]),
-                     helper.make_tensor("query_zero", TensorProto.UINT8, [], [QUERY_ZERO])])
+                     helper.make_tensor("query_zero", TensorProto.UINT8, [], [QUERY_ZERO])]
+        + ([helper.make_tensor("name_zero", TensorProto.UINT8, [], [QUERY_ZERO])] if unsigned else []))
     model = helper.make_model(graph, producer_name="spacy-bioel",
                               opset_imports=[helper.make_opsetid("", 17),
                                              helper.make_opsetid("com.microsoft", 1)])
@@ -133,6 +139,25 @@ def name_blocks(weights: np.ndarray, scales: np.ndarray, dim: int, block: int
             for first in range(0, n, block)]
 
 
+def unsigned_names(weights: np.ndarray) -> np.ndarray:
+    """The int8 names `weights` as uint8 + 128 (each byte's sign bit flipped),
+    for the uint8 x uint8 scan (`scan_graph(unsigned=True)`). Names memory-mapped
+    from a saved store are flipped in place in a private copy-on-write mapping
+    of their file: the pages become this process' own, the file is untouched,
+    and its pages are not held beside them (a copy of a read-only map would hold
+    both); other names are copied."""
+    if isinstance(weights, np.memmap) and weights.filename:
+        try:
+            private = np.load(weights.filename, mmap_mode="c", allow_pickle=False)
+        except (OSError, ValueError):
+            private = None
+        if private is not None and private.shape == weights.shape and private.dtype == weights.dtype:
+            flipped = private.view(np.uint8)
+            np.bitwise_xor(flipped, np.uint8(0x80), out=flipped)
+            return flipped
+    return weights.view(np.uint8) ^ np.uint8(0x80)
+
+
 def reblock(weights: np.ndarray, scales: np.ndarray, dim: int, block: int,
             new_block: Optional[int] = None) -> Tuple[np.ndarray, int]:
     """RETURNS: the same int8 names in blocks of `new_block` (None:
@@ -161,12 +186,19 @@ class Int8Scan:
         (memory maps: nothing is quantised at load or first search).
     dim (int): The embedding size.
     block (int): Names per block of `weights`.
+
+    On a CPU whose uint8 x int8 kernel saturates (`u8s8_saturates`), each block
+    is read once as uint8 (its int8 values + 128: the sign bit flipped) and
+    scanned by the uint8 x uint8 graph, which adds the same products exactly.
     """
 
     def __init__(self, weights: np.ndarray, scales: np.ndarray, dim: int, block: int) -> None:
         import onnxruntime
 
         self.n_names = len(scales)
+        self._unsigned = u8s8_saturates()
+        if self._unsigned:
+            weights = unsigned_names(weights)
         ortvalue = onnxruntime.OrtValue.ortvalue_from_numpy
         # each OrtValue wraps its numpy buffer without a copy and keeps it alive
         self._blocks = [(first, ortvalue(names), ortvalue(scales[first:first + names.shape[1]]),
@@ -177,7 +209,7 @@ class Int8Scan:
 
     def _ready(self):
         if self._session is None:
-            self._session = new_session(graph_file().read_bytes())
+            self._session = new_session(graph_file(self._unsigned).read_bytes())
         return self._session
 
     def top(self, queries: np.ndarray, pool: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -205,4 +237,4 @@ class Int8Scan:
         return np.take_along_axis(indices, order, 1), np.take_along_axis(values, order, 1)
 
 
-__all__ = ["Int8Scan", "scan_graph", "quantize_names", "quantize_queries", "name_blocks", "reblock", "graph_file", "BLOCK_NAMES"]
+__all__ = ["Int8Scan", "scan_graph", "quantize_names", "quantize_queries", "name_blocks", "reblock", "unsigned_names", "graph_file", "BLOCK_NAMES"]

@@ -1,7 +1,8 @@
 """int8 graphs give the exact int32 products on every CPU (`encoders.int8_exact`):
-the split rewrite is exact where ONNX Runtime's u8 x s8 kernel saturates (AVX2
-without VNNI) and where it does not; sessions opened by the package split only
-where the probe says so, and agree with the split graph either way."""
+the rewrite (int8 weights read as uint8 + 128; a B that is a graph input split)
+is exact where ONNX Runtime's u8 x s8 kernel saturates (AVX2 without VNNI) and
+where it does not; sessions opened by the package rewrite only where the probe
+says so, and agree with the rewritten graph either way."""
 import numpy as np
 import pytest
 
@@ -10,18 +11,22 @@ onnx = pytest.importorskip("onnx")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from spacy_bioel.encoders.int8_exact import (exact_graph, probe, probe_graph,  # noqa: E402
-                                             split_products, u8s8_saturates)
+from spacy_bioel.encoders.int8_exact import (exact_graph, exact_products, probe,  # noqa: E402
+                                             probe_graph, u8s8_saturates)
 from spacy_bioel.encoders.onnx_sessions import new_session  # noqa: E402
 
 
-def shifted_matmul(to_float: bool = False) -> bytes:
+def shifted_matmul(to_float: bool = False, weights=None) -> bytes:
     """MatMulInteger (or MatMulIntegerToFloat) of uint8 A with zero point 128
-    (through an Identity, as `scale_rows` writes it) and int8 B with zero point 0."""
-    inputs = [helper.make_tensor_value_info("A", TensorProto.UINT8, ["batch", "k"]),
-              helper.make_tensor_value_info("B", TensorProto.INT8, ["k", "n"])]
+    (through an Identity, as `scale_rows` writes it) and int8 B with zero point 0:
+    a graph input, or the initializer `weights`."""
+    inputs = [helper.make_tensor_value_info("A", TensorProto.UINT8, ["batch", "k"])]
     inits = [numpy_helper.from_array(np.array(128, dtype=np.uint8), "zero_a"),
              numpy_helper.from_array(np.array(0, dtype=np.int8), "zero_b")]
+    if weights is None:
+        inputs.append(helper.make_tensor_value_info("B", TensorProto.INT8, ["k", "n"]))
+    else:
+        inits.append(numpy_helper.from_array(weights, "B"))
     nodes = [helper.make_node("Identity", ["zero_a"], ["zero"])]
     if to_float:
         inputs.append(helper.make_tensor_value_info("scale", TensorProto.FLOAT, ["n"]))
@@ -55,8 +60,8 @@ def run(graph, feeds):
 
 def test_the_split_matmul_is_exact_on_every_cpu():
     a, b, want = operands()
-    split = exact_graph(shifted_matmul(), force=True)
-    assert isinstance(split, bytes) and split != shifted_matmul()
+    split, weights = exact_graph(shifted_matmul(), force=True)
+    assert isinstance(split, bytes) and split != shifted_matmul() and not weights
     got = run(split, {"A": a, "B": b})
     assert got.dtype == np.int32 and (got.astype(np.int64) == want).all()
 
@@ -64,8 +69,22 @@ def test_the_split_matmul_is_exact_on_every_cpu():
 def test_the_split_matmul_to_float_is_exact_up_to_float_rounding():
     a, b, want = operands(seed=1)
     scale = np.linspace(0.01, 0.05, b.shape[1]).astype(np.float32)
-    got = run(exact_graph(shifted_matmul(to_float=True), force=True), {"A": a, "B": b, "scale": scale})
+    split, _ = exact_graph(shifted_matmul(to_float=True), force=True)
+    got = run(split, {"A": a, "B": b, "scale": scale})
     np.testing.assert_allclose(got, want * 0.5 * scale, rtol=1e-6)
+
+
+def test_int8_weights_read_as_uint8_are_exact_on_every_cpu():
+    """B an int8 initializer: one uint8 x uint8 matmul (B + 128, zero point 128),
+    no split, and the exact int32 products."""
+    a, b, want = operands(seed=3)
+    graph, weights = exact_graph(shifted_matmul(weights=b), force=True)
+    model = onnx.load_from_string(graph)
+    assert not weights and [n.op_type for n in model.graph.node].count("MatMulInteger") == 1
+    kinds = {t.name: t.data_type for t in model.graph.initializer}
+    assert "B" not in kinds and kinds["bioel_u8/B"] == TensorProto.UINT8
+    got = run(graph, {"A": a})
+    assert got.dtype == np.int32 and (got.astype(np.int64) == want).all()
 
 
 def test_sessions_of_the_package_are_exact_where_the_probe_says_the_cpu_saturates():
@@ -73,15 +92,17 @@ def test_sessions_of_the_package_are_exact_where_the_probe_says_the_cpu_saturate
     a, b, want = operands(seed=2)
     got = run(shifted_matmul(), {"A": a, "B": b})
     assert (got.astype(np.int64) == want).all(), f"u8s8_saturates() = {u8s8_saturates()}"
+    got = run(shifted_matmul(weights=b), {"A": a})
+    assert (got.astype(np.int64) == want).all(), f"u8s8_saturates() = {u8s8_saturates()}"
     assert probe(probe_graph()) is not u8s8_saturates()
 
 
 def test_graphs_without_a_shifted_uint8_operand_are_left_as_they_are():
-    assert exact_graph(probe_graph(), force=True) == probe_graph()  # no zero point: not ours
+    assert exact_graph(probe_graph(), force=True) == (probe_graph(), {})  # no zero point: not ours
     model = onnx.load_from_string(shifted_matmul())
-    assert split_products(model) == 1
-    assert split_products(onnx.load_from_string(probe_graph())) == 0
-    assert exact_graph(b"not read", force=False) == b"not read"
+    assert exact_products(model).count == 1
+    assert exact_products(onnx.load_from_string(probe_graph())).count == 0
+    assert exact_graph(b"not read", force=False) == (b"not read", {})
 
 
 def test_the_int8_mention_graph_is_split_and_encodes_the_same(tiny_bert_dir):
@@ -93,18 +114,19 @@ def test_the_int8_mention_graph_is_split_and_encodes_the_same(tiny_bert_dir):
     model = build_biencoder(str(tiny_bert_dir))
     model.initialize()
     data = export_mention_encoder(model, quantize="int8-all")
-    assert split_products(onnx.load_from_string(data)) > 0
+    assert exact_products(onnx.load_from_string(data)).count > 0
     ids, mask = tokenize(model, ["colon cancer", "familial adenomatous polyposis", "FAP"], "cpu")
     feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
-    np.testing.assert_allclose(run(data, feeds), run(exact_graph(data, force=True), feeds),
-                               rtol=0, atol=1e-6)
+    exact, _ = exact_graph(data, force=True)
+    np.testing.assert_allclose(run(data, feeds), run(exact, feeds), rtol=0, atol=1e-6)
 
 
-def test_a_split_tower_saved_as_two_files_keeps_its_weights_in_their_file(tiny_bert_dir, tmp_path,
-                                                                          monkeypatch):
-    """Forced to split, a session of a graph saved with external weights reads
-    only the graph file: the weights stay in their file (ONNX Runtime maps them
-    from the folder it is told), and it encodes as the split bytes do."""
+def test_a_tower_saved_as_two_files_keeps_its_weights_in_their_file(tiny_bert_dir, tmp_path,
+                                                                    monkeypatch):
+    """Forced to rewrite, a graph saved with external weights is read without
+    them: its int8 matmul weights are read from their file as uint8 for the
+    session, the others stay in their file (ONNX Runtime maps them from the
+    folder it is told), and it encodes as the rewritten bytes do."""
     from spacy_bioel.encoders import int8_exact
     from spacy_bioel.encoders.onnx_export import export_mention_encoder, save_split
     from spacy_bioel.encoders.thinc_biencoder import build_biencoder, tokenize
@@ -117,13 +139,14 @@ def test_a_split_tower_saved_as_two_files_keeps_its_weights_in_their_file(tiny_b
     monkeypatch.setenv(int8_exact.ENV, "1")
     int8_exact.u8s8_saturates.cache_clear()
     try:
-        split = exact_graph(tmp_path / "mention.onnx")
-        assert isinstance(split, bytes)
+        split, weights = exact_graph(tmp_path / "mention.onnx")
+        assert isinstance(split, bytes) and weights
+        assert all(array.dtype == np.uint8 for array in weights.values())
         kept = onnx.load_from_string(split).graph.initializer
         assert any(t.data_location == TensorProto.EXTERNAL for t in kept)  # named, not read
         ids, mask = tokenize(model, ["colon cancer", "FAP"], "cpu")
         feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
-        want = run(exact_graph(data, force=True), feeds)
+        want = run(exact_graph(data, force=True)[0], feeds)
         np.testing.assert_allclose(run(str(tmp_path / "mention.onnx"), feeds), want, rtol=0, atol=1e-6)
         # an ONNX Runtime that does not know the folder option: the weights are read whole
         monkeypatch.setattr("spacy_bioel.encoders.onnx_sessions.EXTERNAL_FOLDER", "bioel.unknown")

@@ -276,8 +276,7 @@ def test_flat_int8_proposes_again_the_queries_short_of_k_concepts_together(data,
                         best, tolerance=1e-5)
     pools = sorted({pool for _, pool in calls})
     assert len(pools) > 1  # 40 names seldom hold 40 concepts: queries were proposed again
-    # where int8 products are split (encoders.int8_exact), a call takes fewer queries
-    per_call = 4 // (dense.SPLIT_BUFFERS if dense.u8s8_saturates() else 1)
+    per_call = 4  # on every CPU (one score buffer a call, signed or unsigned names)
     for pool in pools:
         sizes = [size for size, p in calls if p == pool]
         assert all(size == per_call for size in sizes[:-1]) and 1 <= sizes[-1] <= per_call, (pool, sizes)
@@ -323,11 +322,42 @@ def test_a_thread_cap_reopens_the_scan_session_with_it(data):
 
 
 def test_flat_int8_scan_graph_is_the_packaged_one():
-    """The packaged weightless graph is what `scan_graph` builds (no drift)."""
+    """The packaged weightless graphs are what `scan_graph` builds (no drift)."""
     pytest.importorskip("onnx")
     from spacy_bioel.index.int8_scan import graph_file, scan_graph
 
     assert graph_file().read_bytes() == scan_graph()
+    assert graph_file(unsigned=True).read_bytes() == scan_graph(unsigned=True)
+
+
+@pytest.mark.parametrize("unsigned", ["auto", "1"])
+def test_the_int8_scan_scores_are_the_exact_int32_products_signed_or_unsigned(data, monkeypatch,
+                                                                               unsigned):
+    """The scan's scores are the exact int32 products of the int8 query and
+    names, times their scales: as the probe chooses on this CPU (int8 names, or
+    uint8 + 128 where the CPU's uint8 x int8 kernel saturates), and with the
+    uint8 names forced, which are exact on any CPU."""
+    from spacy_bioel.encoders import int8_exact
+    from spacy_bioel.index.int8_scan import Int8Scan, quantize_names, quantize_queries
+
+    names, _, queries, _ = data
+    queries = np.ascontiguousarray(queries[:6], dtype=np.float32)
+    n, dim = names.shape
+    weights, scales = quantize_names(names.astype(np.float32), block=n)  # one (dim, n) block
+    quantised, query_scale = quantize_queries(queries)
+    matrix = weights.reshape(dim, n).astype(np.int64)
+    exact = ((quantised.astype(np.int64) - 128) @ matrix).astype(np.float64)
+    want = exact * scales.astype(np.float64).reshape(1, -1) * query_scale.astype(np.float64)
+    monkeypatch.setenv(int8_exact.ENV, unsigned)
+    int8_exact.u8s8_saturates.cache_clear()
+    try:
+        scan = Int8Scan(weights, scales, dim, n)
+        assert scan._unsigned is (unsigned == "1" or int8_exact.u8s8_saturates())
+        rows, scores = scan.top(queries, 5)
+    finally:
+        int8_exact.u8s8_saturates.cache_clear()
+    np.testing.assert_allclose(scores, np.take_along_axis(want, rows, 1), rtol=1e-5)
+    assert (rows == np.argsort(-want, axis=1, kind="stable")[:, :5]).all()
 
 
 @pytest.mark.parametrize("index_type", dense.INT8_TYPES)
