@@ -284,6 +284,26 @@ def tower_probe(
     write_report(output, result, markdown(result))
 
 
+@app.command("int8-variant", context_settings={"allow_extra_args": True,
+                                                 "ignore_unknown_options": True})
+def int8_variant(
+    ctx: typer.Context,
+    variant: str = typer.Argument(..., help="w7 (7-bit weights) or a7 (7-bit activations)"),
+    config: Path = typer.Argument(..., help="The config init-pipeline builds, e.g. configs/linker_cpu.cfg"),
+    output: Path = typer.Argument(..., help="Directory for the pipeline"),
+    verbose: bool = typer.Option(False, "--verbose", "-V"),
+) -> None:
+    """`python -m spacy_bioel init-pipeline CONFIG OUTPUT --paths.x y` with the
+    mention tower's int8 export narrowed to 7 bits on one side (bench/int8_variant.py)."""
+    from spacy.cli._util import parse_config_overrides
+
+    from ..int8_variant import init_pipeline
+
+    setup_logging(verbose)
+    init_pipeline(variant, config, output, parse_config_overrides(ctx.args))
+    typer.echo(f"Saved the {variant} pipeline to {output}")
+
+
 @app.command("train-step-speed", context_settings={"allow_extra_args": True,
                                                      "ignore_unknown_options": True})
 def train_step_speed(

@@ -14,8 +14,8 @@ U8S8 on AVX2/AVX512 without VNNI may saturate; reduce_range or U8U8 avoid it).
 matmul whose exact int32 result it knows); where it saturates, `exact_graph`
 rewrites each such integer matmul before its session opens (`exact_products`):
 - int8 weights of the graph (an initializer) become uint8 with zero point 128
-  (w + 128, ONNX Runtime folds the conversion once when the session opens), so
-  the matmul is uint8 x uint8, a kernel that widens to int16 before it
+  (w + 128: each byte's sign bit flipped as it is read), so the matmul is
+  uint8 x uint8, a kernel that widens to int16 before it
   multiplies and adds exactly; one matmul as before, 1.2-1.8x faster than the
   split below on an AMD EPYC with AVX2 (docs/results/speed.md);
 - B a graph input (its values are not known before a call): the signed
@@ -27,16 +27,26 @@ rewrites each such integer matmul before its session opens (`exact_products`):
 Either way the result is the exact int32 product a VNNI CPU computes: the same
 embeddings and scores on every CPU. $SPACY_BIOEL_INT8_SPLIT: "auto" (the probe
 decides, default), "1" (always rewrite), "0" (never).
+
+The rewrite parses the graph with `onnx`, whose import took 1 s of a 1.8 s
+`spacy.load` on an AMD EPYC with AVX2. So a saved graph carries what the
+rewrite would make of it, written on every CPU when it is saved
+(`write_unsigned`: `mention.u8.onnx` and its record `mention.u8.json`), and
+such a CPU opens that without `onnx` (`read_unsigned`); a record written for
+other bytes is not used, and the graph is rewritten as before.
 """
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 from pathlib import Path
-from typing import Dict, NamedTuple, Optional, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
+
+from ..files import replace_file
 
 logger = logging.getLogger(__name__)
 ENV = "SPACY_BIOEL_INT8_SPLIT"
@@ -280,6 +290,134 @@ def exact_products(model, folder: Optional[Path] = None) -> Exact:
     return Exact(rewritten, external)
 
 
+def unsigned_files(graph: Union[str, Path]) -> Tuple[Path, Path]:
+    """The unsigned companion of the graph file `graph` (`write_unsigned`):
+    `<name>.u8.onnx` (the rewritten graph) and `<name>.u8.json` (its record)
+    beside it; for mention.onnx, mention.u8.onnx and mention.u8.json."""
+    graph = Path(graph)
+    stem = graph.name[:-len(".onnx")] if graph.name.endswith(".onnx") else graph.name
+    return graph.with_name(f"{stem}.u8.onnx"), graph.with_name(f"{stem}.u8.json")
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_unsigned(graph: Union[str, Path]) -> List[Path]:
+    """Write what a CPU that saturates uint8 x int8 products opens in place of
+    the graph file `graph` (saved with its weights in an external file beside it,
+    `onnx_export.save_split`), on any CPU, so that such a CPU opens it without
+    `onnx` (whose import took 1 s of a 1.8 s load on an AMD EPYC with AVX2:
+    docs/results/speed.md):
+    - `<name>.u8.json`, always: the SHA-256 of the graph it was written for and
+      of its companion, and where each weight the companion reads as uint8 is
+      (file, offset, shape); without a companion the graph opens as it is (it
+      has no shifted uint8 x int8 matmul);
+    - `<name>.u8.onnx`, where some int8 weights need it: the graph as
+      `exact_graph` rewrites it (`exact_products`), those weights declared
+      uint8 at the same spans of the same weights file (never read as they are).
+    Needs `onnx`. RETURNS the files written (a companion written before and not
+    needed now is removed: it is this package's file, named after the graph)."""
+    import onnx
+
+    graph = Path(graph)
+    companion, record = unsigned_files(graph)
+    source = graph.read_bytes()
+    model = onnx.load_from_string(source)
+    done = exact_products(model, graph.parent)
+    meta: Dict[str, Any] = {"graph": _sha256(source), "unsigned": None, "weights": []}
+    if done.count:
+        rewritten = model.SerializeToString()
+        meta["unsigned"] = _sha256(rewritten)
+        for tensor in model.graph.initializer:
+            if tensor.name in done.weights:
+                where = {entry.key: entry.value for entry in tensor.external_data}
+                meta["weights"].append({"name": tensor.name, "location": where["location"],
+                                        "offset": int(where.get("offset", 0)),
+                                        "shape": [int(d) for d in tensor.dims]})
+        replace_file(companion, lambda p: p.write_bytes(rewritten))
+    elif companion.is_file():
+        companion.unlink()
+    replace_file(record, lambda p: p.write_text(json.dumps(meta, indent=1), encoding="utf-8"))
+    return [companion, record] if done.count else [record]
+
+
+def _companion(graph: Path, source: Optional[bytes] = None
+               ) -> Optional[Tuple[Optional[bytes], Dict[str, Any]]]:
+    """The companion graph's bytes (None: the graph opens as it is) and the
+    record of the graph file `graph` (its bytes `source`, else read), where the
+    record is there and both were written for these bytes (`write_unsigned`);
+    None otherwise."""
+    companion, record = unsigned_files(graph)
+    try:
+        meta = json.loads(record.read_text(encoding="utf-8"))
+        source = graph.read_bytes() if source is None else source
+        if not isinstance(meta, dict) or meta.get("graph") != _sha256(source) or \
+                not isinstance(meta.get("weights"), list):
+            logger.debug("%s was not written for %s: not used", record, graph)
+            return None
+        if meta.get("unsigned") is None:
+            return None, meta
+        rewritten = companion.read_bytes()
+    except (OSError, ValueError):
+        return None
+    if meta["unsigned"] != _sha256(rewritten):
+        logger.debug("%s is not the graph %s names: not used", companion, record)
+        return None
+    return rewritten, meta
+
+
+def read_unsigned(graph: Union[str, Path]
+                  ) -> Optional[Tuple[Optional[bytes], Dict[str, np.ndarray]]]:
+    """What a CPU that saturates opens for the graph file `graph`, from what
+    `write_unsigned` wrote, without `onnx`: the companion's bytes and its weights
+    read as uint8 (w + 128, the sign bit flipped) from the weights file beside
+    it; or (None, {}) where the record says the graph is exact as it is. None where the record is absent, was written for other bytes, or names a
+    weight that is not there (then `exact_graph` rewrites the graph itself)."""
+    graph = Path(graph)
+    found = _companion(graph)
+    if found is None:
+        return None
+    rewritten, meta = found
+    if rewritten is None:
+        return None, {}
+    weights: Dict[str, np.ndarray] = {}
+    try:
+        for entry in meta["weights"]:
+            location, shape = str(entry["location"]), tuple(int(d) for d in entry["shape"])
+            if Path(location).name != location:  # the weights file beside the graph, nothing else
+                return None
+            count = int(np.prod(shape)) if shape else 1
+            values = np.fromfile(graph.parent / location, dtype=np.uint8, count=count,
+                                 offset=int(entry["offset"]))
+            if values.size != count:
+                return None
+            values ^= np.uint8(0x80)
+            weights[str(entry["name"])] = values.reshape(shape)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return rewritten, weights
+
+
+def copy_unsigned(graph: Union[str, Path], pinned: bytes, target: Union[str, Path]) -> bool:
+    """Copy what `write_unsigned` wrote for the graph file `graph` (whose bytes
+    are `pinned`) to the graph file `target`'s names, where it was written for
+    those bytes: saving a loaded pipeline needs no `onnx` then. Whether it did."""
+    found = _companion(Path(graph), pinned)
+    if found is None:
+        return False
+    rewritten, meta = found
+    companion, record = unsigned_files(target)
+    if rewritten is not None:
+        replace_file(companion, lambda p: p.write_bytes(rewritten))
+    elif companion.is_file():
+        companion.unlink()
+    replace_file(record, lambda p: p.write_text(json.dumps(meta, indent=1), encoding="utf-8"))
+    return True
+
+
 def exact_graph(source: Union[bytes, str, Path], force: Optional[bool] = None
                 ) -> Tuple[Union[bytes, str, Path], Dict[str, np.ndarray]]:
     """`source` (graph bytes or a file path) as it is where the CPU does not
@@ -288,9 +426,14 @@ def exact_graph(source: Union[bytes, str, Path], force: Optional[bool] = None
     uint8 weights read from its external files for the session (`new_session`
     gives them as initializers); a graph without such a matmul is returned as it
     is. The rest of a file's external weights is not read: the bytes still name
-    them, in the file's folder (`EXTERNAL_FOLDER`, a session option)."""
+    them, in the file's folder (`EXTERNAL_FOLDER`, a session option). A file
+    with its companion (`write_unsigned`) is read from it, without `onnx`."""
     if not (u8s8_saturates() if force is None else force):
         return source, {}
+    if not isinstance(source, bytes):
+        found = read_unsigned(source)
+        if found is not None:
+            return found if found[0] is not None else (source, {})
     try:
         import onnx
     except ImportError:  # u8s8_saturates warned already where it could not probe
@@ -312,4 +455,5 @@ def whole_graph(path: Union[str, Path]) -> bytes:
     return onnx.load(str(path)).SerializeToString()
 
 
-__all__ = ["u8s8_saturates", "int8_split_here", "exact_graph", "whole_graph", "EXTERNAL_FOLDER", "exact_products", "Exact", "probe_graph", "probe"]
+__all__ = ["u8s8_saturates", "int8_split_here", "exact_graph", "whole_graph", "unsigned_files",
+           "write_unsigned", "read_unsigned", "copy_unsigned", "EXTERNAL_FOLDER", "exact_products", "Exact", "probe_graph", "probe"]

@@ -81,7 +81,7 @@ def shared_arena(onnxruntime) -> bool:
     return _SHARED_ARENA
 
 
-def new_session(source: Union[bytes, str], threads: int = 0):
+def new_session(source: Union[bytes, str], threads: int = 0, exact: bool = True):
     """An ONNX Runtime CPU session of a graph (bytes or a file path): `threads`
     intra-op threads (0: all cores, or `cap_threads`' cap, or
     $SPACY_BIOEL_CHILD_THREADS in a forked worker), whose idle threads spin
@@ -94,15 +94,16 @@ def new_session(source: Union[bytes, str], threads: int = 0):
     products, the graph's shifted int8 matmuls are made exact first
     (`int8_exact`); weights that rewrite reads from the graph's external file are
     given to the session as initializers, which it uses as they are (not
-    pre-packed: a second copy, more memory, and slower here). E178 without
-    onnxruntime."""
+    pre-packed: a second copy, more memory, and slower here). `exact` False:
+    a graph known to have no such matmul (the uint8 name scan), opened as it is
+    (the check parses the graph with `onnx`). E178 without onnxruntime."""
     try:
         import onnxruntime
     except ImportError as err:
         raise BioELError(Errors.E178.format(missing="onnxruntime")) from err
     if threads:
         limit_threads(threads)
-    graph, weights = exact_graph(source)
+    graph, weights = exact_graph(source) if exact else (source, {})
     if graph is not source and not isinstance(source, bytes):
         # the rewritten graph's bytes name the other weights of the file it was read from:
         # mapped from there as before, not read whole (a lower peak)

@@ -34,6 +34,7 @@ from ..files import PinnedFile, replace_file
 from ..validation import MAX_BATCH, MAX_THREADS, as_int
 from .allocator import freeze_loaded, static_thresholds
 from .common import length_buckets
+from .int8_exact import copy_unsigned, unsigned_files, write_unsigned
 from .onnx_sessions import new_session, track
 from .threads import limit_threads
 
@@ -50,6 +51,8 @@ logger = logging.getLogger(__name__)
 ONNX_FILE, ONNX_META = "mention.onnx", "runtime.json"
 # the graph's weights beside it (format 2): mapped by ONNX Runtime, not parsed and copied
 ONNX_DATA = "mention.onnx.data"
+# its unsigned companion (format 2): the graph a CPU that saturates uint8 x int8 opens (`int8_exact`)
+ONNX_UNSIGNED = tuple(path.name for path in unsigned_files(ONNX_FILE))
 
 
 class TorchRuntime:
@@ -286,8 +289,30 @@ class OnnxRuntime:
         split = self._onnx is not None or self._data is not None
         if not split and (folder / ONNX_DATA).exists():
             (folder / ONNX_DATA).unlink()  # saved over a split graph
+        self._save_unsigned(folder, split)
         meta = {"format": 2 if split else 1, "quantize": self.quantize, "student": self.student}
         replace_file(folder / ONNX_META, lambda p: p.write_text(json.dumps(meta), encoding="utf-8"))
+
+    def _save_unsigned(self, folder: Path, split: bool) -> None:
+        """Write the graph's unsigned companion (`int8_exact.write_unsigned`: what
+        a CPU that saturates uint8 x int8 opens without `onnx`) beside the split
+        graph saved in `folder`, on every CPU (a pipeline moves); copied from the
+        loaded pipeline where it was written for the same graph. A graph in one
+        file (format 1), or saved without `onnx`, has none: one saved there
+        before is removed (a CPU that saturates rewrites the graph as it opens it)."""
+        graph = folder / ONNX_FILE
+        if split:
+            if self._onnx is None and self._file is not None and \
+                    copy_unsigned(self._file.path, self._file.read_bytes(), graph):
+                return
+            try:
+                write_unsigned(graph)
+                return
+            except ImportError:
+                pass
+        for path in unsigned_files(graph):
+            if path.is_file() or path.is_symlink():
+                path.unlink()
 
     def from_disk(self, folder: Union[str, Path], tokenizer: BatchTokenizer) -> OnnxRuntime:
         """Use the graph saved in `folder` (E176 names a damaged file) and
@@ -316,4 +341,4 @@ class OnnxRuntime:
         return {"quantize": self.quantize, "threads": self.threads, "batch_size": self.batch_size}
 
 
-__all__ = ["TorchRuntime", "OnnxRuntime", "ONNX_FILE", "ONNX_DATA", "ONNX_META"]
+__all__ = ["TorchRuntime", "OnnxRuntime", "ONNX_FILE", "ONNX_DATA", "ONNX_META", "ONNX_UNSIGNED"]

@@ -209,7 +209,7 @@ class Int8Scan:
 
     def _ready(self):
         if self._session is None:
-            self._session = new_session(graph_file(self._unsigned).read_bytes())
+            self._session = new_session(graph_file(self._unsigned).read_bytes(), exact=not self._unsigned)
         return self._session
 
     def top(self, queries: np.ndarray, pool: int) -> Tuple[np.ndarray, np.ndarray]:

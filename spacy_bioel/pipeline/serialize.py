@@ -22,7 +22,7 @@ import srsly
 from spacy import util
 
 from ..datastore.knn import DatastoreKNN
-from ..encoders.runtime import ONNX_DATA, ONNX_FILE, ONNX_META
+from ..encoders.runtime import ONNX_DATA, ONNX_FILE, ONNX_META, ONNX_UNSIGNED
 from ..encoders.thinc_biencoder import is_built
 from ..encoders.tokenize import BatchTokenizer
 from ..errors import BioELError, Errors, Warnings, warn
@@ -170,7 +170,7 @@ def remove_runtime_files(folder: Path) -> None:
     left in it: anything else found there is not ours and stays."""
     if folder.is_symlink() or not (folder / ONNX_META).is_file():
         return
-    for name in (ONNX_FILE, ONNX_DATA, ONNX_META):
+    for name in (ONNX_FILE, ONNX_DATA, ONNX_META) + ONNX_UNSIGNED:
         if (folder / name).is_file() or (folder / name).is_symlink():
             (folder / name).unlink()
     if not any(folder.iterdir()):

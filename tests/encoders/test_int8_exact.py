@@ -167,3 +167,100 @@ def test_the_shipped_probe_graph_is_the_one_onnx_builds():
     from spacy_bioel.encoders.int8_exact import PROBE_FILE, probe_graph, shipped_probe_graph
 
     assert PROBE_FILE.read_bytes() == probe_graph() == shipped_probe_graph()
+
+
+# a child where `onnx` cannot be imported: the saved graph's companion opens on a CPU
+# forced to count as saturating, and encodes as the rewrite does
+NO_ONNX_CHILD = """
+import json, sys
+sys.modules["onnx"] = None
+import numpy as np
+from spacy_bioel.encoders.onnx_sessions import new_session
+feeds = {k: np.array(v, dtype=np.int64) for k, v in json.loads(sys.argv[2]).items()}
+session = new_session(sys.argv[1], threads=1)
+print(json.dumps({"out": session.run(None, feeds)[0].tolist(), "uint8": len(session.bioel_weights)}))
+"""
+
+
+def test_a_saved_towers_unsigned_companion_opens_without_onnx(tiny_bert_dir, tmp_path):
+    """`write_unsigned` writes beside a split graph the graph and uint8 weights
+    the rewrite makes (byte for byte), so a CPU that saturates opens it without
+    `onnx` (its import was 1 s of loading); a companion written for other bytes,
+    or naming a file outside the folder, is not used."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from spacy_bioel.encoders.int8_exact import (ENV, read_unsigned, unsigned_files,
+                                                 write_unsigned)
+    from spacy_bioel.encoders.onnx_export import export_mention_encoder, save_split
+    from spacy_bioel.encoders.thinc_biencoder import build_biencoder, tokenize
+
+    model = build_biencoder(str(tiny_bert_dir))
+    model.initialize()
+    data = export_mention_encoder(model, quantize="int8-all")
+    graph = tmp_path / "mention.onnx"
+    save_split(data, graph, tmp_path / "mention.onnx.data")
+    assert write_unsigned(graph) == list(unsigned_files(graph))
+    companion, weights = read_unsigned(graph)
+    companion_file = unsigned_files(graph)[0]
+    kept = companion_file.read_bytes()
+    companion_file.unlink()  # the rewrite itself, for comparison
+    rewritten, read = exact_graph(graph, force=True)
+    companion_file.write_bytes(kept)
+    assert companion == rewritten and sorted(weights) == sorted(read) and weights
+    for name, values in weights.items():
+        assert values.dtype == np.uint8 and np.array_equal(values, read[name])
+    ids, mask = tokenize(model, ["colon cancer", "familial adenomatous polyposis"], "cpu")
+    feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
+    want = run(exact_graph(data, force=True)[0], feeds)
+    child = subprocess.run(
+        [sys.executable, "-c", NO_ONNX_CHILD, str(graph),
+         json.dumps({k: v.tolist() for k, v in feeds.items()})],
+        capture_output=True, text=True, timeout=300, env={**os.environ, ENV: "1"})
+    assert child.returncode == 0, child.stderr[-3000:]
+    got = json.loads(child.stdout.strip().splitlines()[-1])
+    assert got["uint8"] == len(weights)  # the companion's weights, read as uint8
+    np.testing.assert_allclose(np.array(got["out"], dtype=np.float32), want, rtol=0, atol=1e-6)
+    record = unsigned_files(graph)[1]
+    meta = json.loads(record.read_text())
+    record.write_text(json.dumps({**meta, "graph": "0" * 64}))  # written for other bytes
+    assert read_unsigned(graph) is None
+    meta["weights"][0]["location"] = "../mention.onnx.data"
+    record.write_text(json.dumps(meta))
+    assert read_unsigned(graph) is None
+
+
+def test_a_saved_onnx_runtime_keeps_its_companion(tiny_bert_dir, tmp_path):
+    """Saving an int8 ONNX runtime writes the companion beside its graph (on every
+    CPU), and saving the loaded pipeline again copies it; a float32 graph has
+    only the record, which says it opens as it is."""
+    import spacy
+
+    from spacy_bioel import Concept, KnowledgeBase
+    from spacy_bioel.encoders.int8_exact import read_unsigned
+
+    from tests.utils import tiny_linker_config
+
+    kb = KnowledgeBase(name="small")
+    kb.add(Concept("D1", "asthma"))
+    kb.add(Concept("D2", "colon cancer"))
+    for quantize, companion in (("int8", True), (None, False)):
+        nlp = spacy.blank("en")
+        linker = nlp.add_pipe("bioel_linker", config=tiny_linker_config(tiny_bert_dir, runtime={
+            "@misc": "spacy-bioel.OnnxRuntime.v1", "quantize": quantize}))
+        linker.set_kb(kb)
+        nlp.initialize()
+        nlp.to_disk(tmp_path / str(quantize))
+        runtime = tmp_path / str(quantize) / "bioel_linker" / "runtime"
+        found = read_unsigned(runtime / "mention.onnx")
+        assert found is not None and (found[0] is not None) is companion
+        again = tmp_path / f"{quantize}_again"
+        spacy.load(tmp_path / str(quantize)).to_disk(again)
+        copied = again / "bioel_linker" / "runtime"
+        found = read_unsigned(copied / "mention.onnx")
+        assert found is not None and (found[0] is not None) is companion
+        assert (copied / "mention.u8.onnx").is_file() is companion
+        if companion:
+            assert (copied / "mention.u8.onnx").read_bytes() == (runtime / "mention.u8.onnx").read_bytes()

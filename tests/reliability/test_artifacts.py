@@ -303,10 +303,10 @@ def test_saving_over_an_onnx_runtime_removes_only_its_files(tmp_path):
     """A linker saved without an ONNX runtime over a folder that had one removes
     the runtime's own files (graph, weights, record) and keeps anything else there;
     the folder goes only when nothing else is left; no record, nothing removed."""
-    from spacy_bioel.encoders.runtime import ONNX_DATA, ONNX_FILE, ONNX_META
+    from spacy_bioel.encoders.runtime import ONNX_DATA, ONNX_FILE, ONNX_META, ONNX_UNSIGNED
     from spacy_bioel.pipeline.serialize import remove_runtime_files
 
-    ours = (ONNX_FILE, ONNX_DATA, ONNX_META)
+    ours = (ONNX_FILE, ONNX_DATA, ONNX_META) + ONNX_UNSIGNED
     kept = tmp_path / "kept"
     kept.mkdir()
     for name in ours + ("notes.txt",):
