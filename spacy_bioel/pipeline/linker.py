@@ -21,6 +21,7 @@ from ..datastore.ranker import KNNRanker
 from ..encoders.thinc_biencoder import embed_texts, is_built, is_contextual
 from ..errors import BioELError, Errors
 from ..index.name_index import NameIndex
+from ..index.names import NameTable
 from ..kb.knowledge_base import KnowledgeBase
 from ..nil.stages import ThresholdNIL
 from ..training.methods import training_hooks
@@ -75,10 +76,11 @@ class BioELLinker(TrainablePipe):
                           doc="The training mentions of one epoch (the progress line's unit).")
 
     # ------------------------------------------------------------------ setup
-    def set_kb(self, kb: KnowledgeBase) -> None:
+    def set_kb(self, kb: KnowledgeBase, names: Optional[NameTable] = None) -> None:
         """Use `kb`: its names are indexed by the next `refresh`, and the
-        candidate generator, shortcut and type filter are built for it."""
-        self.state.set_kb(kb)
+        candidate generator, shortcut and type filter are built for it.
+        `names`: its name table as a saved pipeline keeps it (loading)."""
+        self.state.set_kb(kb, names)
         for stage in ("candidates", "type_filter", "shortcut"):
             self.set_stage(stage, getattr(self, stage))
 

@@ -26,9 +26,9 @@ from ..encoders.runtime import ONNX_DATA, ONNX_FILE, ONNX_META, ONNX_UNSIGNED
 from ..encoders.thinc_biencoder import is_built
 from ..encoders.tokenize import BatchTokenizer
 from ..errors import BioELError, Errors, Warnings, warn
-from ..index.names import joined_utf8
+from ..index.names import TABLE_FILE, NameTable, joined_utf8
 from ..kb.knowledge_base import KnowledgeBase
-from ..files import member, replace_file, unlink_links
+from ..files import member, replace_file, sha256_of, unlink_links
 from .integrity import EDITED, MANIFEST, damaged, manifest_digest, read_saved_cfg, write_manifest
 from .settings import CHECKS
 from .state import LinkerState
@@ -55,7 +55,7 @@ class Saved(Protocol):
     shortcut: Any
     train_mentions: Any  # (mention, concept id[, document key]) rows
 
-    def set_kb(self, kb: KnowledgeBase) -> None: ...
+    def set_kb(self, kb: KnowledgeBase, names: Optional[NameTable] = None) -> None: ...
 
     def defer_model(self, deferred: DeferredModel) -> None: ...
 
@@ -141,9 +141,16 @@ def _writers(linker: Saved) -> Dict[str, Callable[[Path], Any]]:
     if linker.state.kb is not None and (is_built(linker.model) or deferred is not None):
         if linker.state.index.stale or linker.state.datastore_stale:
             warn(Warnings.W006.format(name=linker.name))
+        kb_data: Dict[str, bytes] = {}  # the KB's bytes, serialised once for its file and the table
+
+        def kb_bytes() -> bytes:
+            if "kb" not in kb_data:
+                kb_data["kb"] = linker.state.kb.to_bytes()
+            return kb_data["kb"]
+
         writers.update({
-            "kb": lambda p: linker.state.kb.to_disk(p),
-            "index": lambda p: linker.state.index.to_disk(p),
+            "kb": lambda p: replace_file(p, lambda t: t.write_bytes(kb_bytes())),
+            "index": lambda p: _save_index(linker, p, hashlib.sha256(kb_bytes()).hexdigest()),
             "datastore": lambda p: replace_file(p, lambda t: t.write_bytes(linker.state.datastore.to_bytes())),
             "train_mentions": lambda p: srsly.write_msgpack(p, linker.state.mention_rows()),
             "encoder": (deferred.save_encoder if deferred is not None else
@@ -153,6 +160,23 @@ def _writers(linker: Saved) -> Dict[str, Callable[[Path], Any]]:
         if linker.runtime.has_files:
             writers["runtime"] = lambda p: linker.runtime.to_disk(p, linker.model)
     return writers
+
+
+def _save_index(linker: Saved, folder: Path, kb_digest: str) -> None:
+    """The name index's store, and its name table for the KB whose file's
+    SHA-256 is `kb_digest` (`NameTable.save`: loading reads it instead of
+    building it, where the pipeline's KB file is that one)."""
+    linker.state.index.to_disk(folder)
+    linker.state.index.names.save(folder / TABLE_FILE, kb_digest)
+
+
+def _saved_table(path: Path, kb: KnowledgeBase) -> Optional[NameTable]:
+    """The name table saved with the index for the pipeline's KB file (None:
+    none, or not for this KB: `set_kb` builds it)."""
+    table_file = path / "index" / TABLE_FILE
+    if not table_file.is_file():
+        return None
+    return NameTable.load(table_file, kb, sha256_of(path / "kb"))
 
 
 def to_disk(linker: Saved, path, exclude: Iterable[str]) -> None:
@@ -207,7 +231,8 @@ def from_disk(linker: Saved, path, exclude: Iterable[str]) -> Saved:
     state = linker.state
     if "kb" in parts:
         datastore_stale = state.datastore_stale
-        linker.set_kb(KnowledgeBase.from_disk(path / "kb"))
+        kb = KnowledgeBase.from_disk(path / "kb")
+        linker.set_kb(kb, _saved_table(path, kb) if "index" in parts else None)
         state.datastore_stale = datastore_stale if state.datastore is not None else True
     if "model" in parts:
         _load_weights(linker, path, saved.get("dim"), exclude, saved.get("concept_tower"))

@@ -46,10 +46,11 @@ class LinkerState:
         self.train_mentions: List[Tuple[str, str]] = []
         self.train_docs: List[int] = []
 
-    def set_kb(self, kb: KnowledgeBase) -> None:
+    def set_kb(self, kb: KnowledgeBase, names: Optional[NameTable] = None) -> None:
         """Use `kb`: its names go to the index (encoded by the next refresh); E105
-        when no name can be indexed."""
-        names = NameTable(kb)
+        when no name can be indexed. `names`: `kb`'s table as saved with the
+        pipeline (`NameTable.load`), instead of building it."""
+        names = names if names is not None else NameTable(kb)
         if not names.concept_ids:
             raise BioELError(Errors.E105)
         self.kb = kb

@@ -153,3 +153,67 @@ def test_top_k_orders_by_score_then_tie_rank_then_index_whatever_k():
                 assert values[row].tolist() == scores[row, want].tolist()
     assert top_k(scores, 0)[0].shape == (40, 0) and top_k(scores[:0], 3)[0].shape == (0, 3)
     assert top_k(np.zeros((2, 0), dtype=np.float32), 3)[0].shape == (2, 0)
+
+
+def table_fields(table):
+    return (table.concept_ids, list(table.names), table.key_ids.tolist(), table.owners.tolist(),
+            table.offsets.tolist(), table.tie_rank.tolist(), table.n_unindexed, table.n_extra)
+
+
+def test_a_saved_name_table_loads_as_built_and_only_for_its_kb(tmp_path, monkeypatch):
+    """`NameTable.save`/`load`: the same table as building it from the KB (rows,
+    keys, owners, tie ranks), read only for the KB digest and the normalisation
+    rules it was written for, and never from a damaged file (then: None)."""
+    from spacy_bioel.index import names as names_module
+
+    kb = kb_of(30)
+    kb.add(Concept("C-dash", "--"))  # no indexable name: W007 when built and when loaded
+    kb.add(Concept("C-ü", "Morbus Crohn\u00fc", ("MORBUS  crohnü",)))
+    with pytest.warns(Warning, match="W007"):
+        built = NameTable(kb)
+    built.save(tmp_path / "t.npz", "digest-a")
+    with pytest.warns(Warning, match="W007"):
+        loaded = NameTable.load(tmp_path / "t.npz", kb, "digest-a")
+    assert loaded is not None and table_fields(loaded) == table_fields(built)
+    assert NameTable.load(tmp_path / "t.npz", kb, "digest-b") is None  # another KB file
+    monkeypatch.setattr(names_module, "rules_fingerprint", lambda: "other rules")
+    assert NameTable.load(tmp_path / "t.npz", kb, "digest-a") is None
+    monkeypatch.undo()
+    data = (tmp_path / "t.npz").read_bytes()
+    (tmp_path / "cut.npz").write_bytes(data[:len(data) // 2])
+    assert NameTable.load(tmp_path / "cut.npz", kb, "digest-a") is None
+    assert NameTable.load(tmp_path / "absent.npz", kb, "digest-a") is None
+
+
+def test_a_saved_pipeline_reads_its_name_table_and_links_the_same(nlp, tmp_path, monkeypatch):
+    """Saving writes the name table beside the index; loading reads it instead of
+    building it from the KB, and links as a load that builds it; a pipeline saved
+    without one (before it was saved, or its manifest sealed without it), or
+    with one for another KB file, gets the table built from its KB."""
+    from spacy_bioel.files import sha256_of
+    from spacy_bioel.index.names import TABLE_FILE
+    from spacy_bioel.pipeline.integrity import seal
+
+    nlp.to_disk(tmp_path / "p")
+    with np.load(tmp_path / "p" / "bioel_linker" / "index" / TABLE_FILE) as saved:
+        meta = json.loads(saved["meta"].tobytes())
+    assert meta["kb"] == sha256_of(tmp_path / "p" / "bioel_linker" / "kb")  # the KB saved with it
+    built = []
+    original = NameTable.__init__
+
+    def counting(self, *args, **kwargs):
+        built.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(NameTable, "__init__", counting)
+    loaded = spacy.load(tmp_path / "p")
+    assert not built and ranked(loaded) == ranked(nlp)
+    table = tmp_path / "p" / "bioel_linker" / "index" / TABLE_FILE
+    saved = table.read_bytes()
+    table.unlink()
+    seal(tmp_path / "p" / "bioel_linker")
+    assert ranked(spacy.load(tmp_path / "p")) == ranked(nlp) and built == [1]
+    monkeypatch.setattr("spacy_bioel.pipeline.serialize.sha256_of", lambda path: "another KB")
+    table.write_bytes(saved)
+    seal(tmp_path / "p" / "bioel_linker")
+    assert ranked(spacy.load(tmp_path / "p")) == ranked(nlp) and built == [1, 1]
