@@ -26,30 +26,31 @@ import numpy as np
 VARIANTS = ("w7", "a7")
 
 
-def narrowed(data: bytes, variant: str, embeddings: bool) -> bytes:
-    """`onnx_export.quantize_int8(data, embeddings)` with `variant`'s side in 7 bits."""
+def narrowed(data: bytes, variant: str, embeddings: bool, quantize_int8) -> bytes:
+    """`quantize_int8(data, embeddings)` (`onnx_export.quantize_int8`) with
+    `variant`'s side in 7 bits."""
     import onnx
     from onnx import numpy_helper
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from spacy_bioel.encoders.onnx_export import scale_rows
+    if variant == "w7":  # the same dynamic quantisation, weights in [-64, 64]
+        from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    with tempfile.TemporaryDirectory() as tmp:
-        source, target = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
-        source.write_bytes(data)
-        quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True,
-                         reduce_range=variant == "w7",
-                         op_types_to_quantize=["MatMul", "Gather"] if embeddings else ["MatMul"])
-        out = scale_rows(target.read_bytes())
-    if variant == "a7":  # scale_rows' constants: max |x| / 64, shifted by 64
-        model = onnx.load_from_string(out)
-        values = {"bioel_row_127": np.array(64.0, np.float32), "bioel_row_shift": np.array(64.0, np.float32),
-                  "bioel_row_zero": np.array(64, np.uint8)}
-        for tensor in model.graph.initializer:
-            if tensor.name in values:
-                tensor.CopyFrom(numpy_helper.from_array(values[tensor.name], tensor.name))
-        out = model.SerializeToString()
-    return out
+        from spacy_bioel.encoders.onnx_export import scale_rows
+
+        with tempfile.TemporaryDirectory() as tmp:
+            source, target = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
+            source.write_bytes(data)
+            quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True,
+                             reduce_range=True,
+                             op_types_to_quantize=["MatMul", "Gather"] if embeddings else ["MatMul"])
+            return scale_rows(target.read_bytes())
+    model = onnx.load_from_string(quantize_int8(data, embeddings))  # a7: scale_rows' constants
+    values = {"bioel_row_127": np.array(64.0, np.float32), "bioel_row_shift": np.array(64.0, np.float32),
+              "bioel_row_zero": np.array(64, np.uint8)}  # max |x| / 64, shifted by 64
+    for tensor in model.graph.initializer:
+        if tensor.name in values:
+            tensor.CopyFrom(numpy_helper.from_array(values[tensor.name], tensor.name))
+    return model.SerializeToString()
 
 
 @contextmanager
@@ -60,7 +61,7 @@ def patched(variant: str) -> Iterator[None]:
     if variant not in VARIANTS:
         raise SystemExit(f"unknown variant {variant!r}: one of {', '.join(VARIANTS)}")
     original = onnx_export.quantize_int8
-    onnx_export.quantize_int8 = lambda data, embeddings=False: narrowed(data, variant, embeddings)
+    onnx_export.quantize_int8 = lambda data, embeddings=False: narrowed(data, variant, embeddings, original)
     try:
         yield
     finally:

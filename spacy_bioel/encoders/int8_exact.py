@@ -158,16 +158,28 @@ def _unsigned_weight(tensor, folder: Optional[Path]):
     if tensor.data_location == TensorProto.EXTERNAL:
         if folder is None:
             return None
-        where = {entry.key: entry.value for entry in tensor.external_data}
-        count = int(np.prod(tensor.dims)) if tensor.dims else 1
-        values = np.fromfile(Path(folder) / where["location"], dtype=np.uint8, count=count,
-                             offset=int(where.get("offset", 0)))
-        if values.size != count:
-            return None
-    else:
-        values = numpy_helper.to_array(tensor).view(np.uint8).copy()
+        location, offset = _external_span(tensor)
+        return _flipped(Path(folder) / location, offset, tensor.dims)
+    values = numpy_helper.to_array(tensor).view(np.uint8).copy()
     values ^= np.uint8(0x80)
     return values.reshape(tuple(tensor.dims))
+
+
+def _external_span(tensor) -> Tuple[str, int]:
+    """Where an initializer saved in an external file lies: (file name, offset)."""
+    where = {entry.key: entry.value for entry in tensor.external_data}
+    return where["location"], int(where.get("offset", 0))
+
+
+def _flipped(file: Path, offset: int, shape) -> Optional[np.ndarray]:
+    """The int8 values of `shape` at `offset` of `file` as uint8 w + 128 (each
+    byte's sign bit flipped); None where the file holds fewer."""
+    count = int(np.prod(tuple(shape))) if len(shape) else 1
+    values = np.fromfile(file, dtype=np.uint8, count=count, offset=offset)
+    if values.size != count:
+        return None
+    values ^= np.uint8(0x80)
+    return values.reshape(tuple(shape))
 
 
 class Exact(NamedTuple):
@@ -328,20 +340,27 @@ def write_unsigned(graph: Union[str, Path]) -> List[Path]:
     model = onnx.load_from_string(source)
     done = exact_products(model, graph.parent)
     meta: Dict[str, Any] = {"graph": _sha256(source), "unsigned": None, "weights": []}
-    if done.count:
-        rewritten = model.SerializeToString()
+    rewritten = model.SerializeToString() if done.count else None
+    if rewritten is not None:
         meta["unsigned"] = _sha256(rewritten)
         for tensor in model.graph.initializer:
             if tensor.name in done.weights:
-                where = {entry.key: entry.value for entry in tensor.external_data}
-                meta["weights"].append({"name": tensor.name, "location": where["location"],
-                                        "offset": int(where.get("offset", 0)),
+                location, offset = _external_span(tensor)
+                meta["weights"].append({"name": tensor.name, "location": location, "offset": offset,
                                         "shape": [int(d) for d in tensor.dims]})
+    _write_companion(graph, rewritten, meta)
+    return [companion, record] if done.count else [record]
+
+
+def _write_companion(graph: Path, rewritten: Optional[bytes], meta: Dict[str, Any]) -> None:
+    """Write the record `meta` and the companion `rewritten` of the graph file
+    `graph` (None: a companion written before is removed, this package's file)."""
+    companion, record = unsigned_files(graph)
+    if rewritten is not None:
         replace_file(companion, lambda p: p.write_bytes(rewritten))
     elif companion.is_file():
         companion.unlink()
     replace_file(record, lambda p: p.write_text(json.dumps(meta, indent=1), encoding="utf-8"))
-    return [companion, record] if done.count else [record]
 
 
 def _companion(graph: Path, source: Optional[bytes] = None
@@ -389,13 +408,10 @@ def read_unsigned(graph: Union[str, Path]
             location, shape = str(entry["location"]), tuple(int(d) for d in entry["shape"])
             if Path(location).name != location:  # the weights file beside the graph, nothing else
                 return None
-            count = int(np.prod(shape)) if shape else 1
-            values = np.fromfile(graph.parent / location, dtype=np.uint8, count=count,
-                                 offset=int(entry["offset"]))
-            if values.size != count:
+            values = _flipped(graph.parent / location, int(entry["offset"]), shape)
+            if values is None:
                 return None
-            values ^= np.uint8(0x80)
-            weights[str(entry["name"])] = values.reshape(shape)
+            weights[str(entry["name"])] = values
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return rewritten, weights
@@ -408,13 +424,7 @@ def copy_unsigned(graph: Union[str, Path], pinned: bytes, target: Union[str, Pat
     found = _companion(Path(graph), pinned)
     if found is None:
         return False
-    rewritten, meta = found
-    companion, record = unsigned_files(target)
-    if rewritten is not None:
-        replace_file(companion, lambda p: p.write_bytes(rewritten))
-    elif companion.is_file():
-        companion.unlink()
-    replace_file(record, lambda p: p.write_text(json.dumps(meta, indent=1), encoding="utf-8"))
+    _write_companion(Path(target), *found)
     return True
 
 

@@ -11,6 +11,7 @@ before linking stages, or one newer than FORMAT_VERSION) is E173.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import tempfile
@@ -141,12 +142,7 @@ def _writers(linker: Saved) -> Dict[str, Callable[[Path], Any]]:
     if linker.state.kb is not None and (is_built(linker.model) or deferred is not None):
         if linker.state.index.stale or linker.state.datastore_stale:
             warn(Warnings.W006.format(name=linker.name))
-        kb_data: Dict[str, bytes] = {}  # the KB's bytes, serialised once for its file and the table
-
-        def kb_bytes() -> bytes:
-            if "kb" not in kb_data:
-                kb_data["kb"] = linker.state.kb.to_bytes()
-            return kb_data["kb"]
+        kb_bytes = functools.lru_cache(maxsize=1)(linker.state.kb.to_bytes)  # once: its file and the table
 
         writers.update({
             "kb": lambda p: replace_file(p, lambda t: t.write_bytes(kb_bytes())),
