@@ -33,7 +33,10 @@ The rewrite parses the graph with `onnx`, whose import took 1 s of a 1.8 s
 rewrite would make of it, written on every CPU when it is saved
 (`write_unsigned`: `mention.u8.onnx` and its record `mention.u8.json`), and
 such a CPU opens that without `onnx` (`read_unsigned`); a record written for
-other bytes is not used, and the graph is rewritten as before.
+other bytes is not used, and the graph is rewritten as before. A graph held as
+bytes with its weights inside (the in-context NER's) carries its record within
+its saved model instead (`inline_unsigned`: a small companion whose weights are
+read from those bytes, `read_inline`).
 """
 from __future__ import annotations
 
@@ -53,6 +56,7 @@ ENV = "SPACY_BIOEL_INT8_SPLIT"
 SHIFT = 128  # the zero point of the package's uint8 activations (a signed value + 128)
 # ONNX Runtime's session option for where a graph loaded from bytes finds its external weights
 EXTERNAL_FOLDER = "session.model_external_initializers_file_folder_path"
+UNSIGNED_PREFIX = "bioel_u8/"  # the name of an int8 weight read as uint8 is this + its own
 PROBE_K = 64  # the probe's inner size: 255 x 127 x 64 exactly, or a saturated sum
 
 
@@ -218,7 +222,7 @@ def exact_products(model, folder: Optional[Path] = None) -> Exact:
         if name not in unsigned:
             tensor = tensors[name]
             values = _unsigned_weight(tensor, folder)
-            unsigned[name] = None if values is None else f"bioel_u8/{name}"
+            unsigned[name] = None if values is None else f"{UNSIGNED_PREFIX}{name}"
             if values is not None and tensor.data_location == TensorProto.EXTERNAL:
                 declared = TensorProto(name=unsigned[name], data_type=TensorProto.UINT8,
                                        dims=tensor.dims, data_location=TensorProto.EXTERNAL)
@@ -428,6 +432,110 @@ def copy_unsigned(graph: Union[str, Path], pinned: bytes, target: Union[str, Pat
     return True
 
 
+# where an inline record's companion declares the weights it is given (`inline_unsigned`):
+# never a file; each is given to the session in memory
+INLINE_LOCATION = "bioel-inline-weights"
+INLINE_MIN_BYTES = 1024  # initializers smaller than this stay inside the companion
+INLINE_DTYPES = ("uint8", "int8", "float16", "float32", "float64", "int32", "int64")
+
+
+def inline_unsigned(graph: bytes) -> Dict[str, Any]:
+    """For a graph held as bytes with its weights inside (the in-context NER's,
+    `ner.onnx_tokens`, saved within its model), the record that lets a CPU that
+    saturates open it without `onnx`, saved beside those bytes:
+    {"graph": its SHA-256, "unsigned": the companion's bytes (None: the graph
+    has no shifted uint8 x int8 matmul and opens as it is), "weights": [{"name",
+    "offset", "dtype", "shape", "flip"}]}. The companion is the graph as
+    `exact_products` rewrites it, with every initializer of at least
+    INLINE_MIN_BYTES whose bytes lie once in `graph` declared external at
+    INLINE_LOCATION (so it stays small): `read_inline` reads each from `graph`
+    at its offset, flipped to uint8 w + 128 where the rewrite reads int8 weights
+    as uint8. Needs `onnx`."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    model = onnx.load_from_string(graph)
+    spans: Dict[str, Tuple[int, str, Tuple[int, ...]]] = {}
+    for tensor in model.graph.initializer:
+        data = tensor.raw_data
+        if tensor.data_location == TensorProto.EXTERNAL or len(data) < INLINE_MIN_BYTES:
+            continue
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type))
+        offset = graph.find(data)
+        if dtype.name in INLINE_DTYPES and offset >= 0 and graph.find(data, offset + 1) < 0:
+            spans[tensor.name] = (offset, dtype.name, tuple(int(d) for d in tensor.dims))
+    done = exact_products(model)
+    meta: Dict[str, Any] = {"graph": _sha256(graph), "unsigned": None, "weights": []}
+    if not done.count:
+        return meta
+    kept = []
+    for tensor in model.graph.initializer:
+        source = tensor.name[len(UNSIGNED_PREFIX):] if tensor.name.startswith(UNSIGNED_PREFIX) \
+            else tensor.name
+        if source not in spans:
+            kept.append(tensor)
+            continue
+        offset, dtype, shape = spans[source]
+        entry = {"name": tensor.name, "offset": offset, "dtype": dtype, "shape": list(shape),
+                 "flip": source != tensor.name}
+        if not np.array_equal(_inline_values(graph, entry), numpy_helper.to_array(tensor)):
+            kept.append(tensor)  # not what the record would read (never seen): kept inside
+            continue
+        declared = TensorProto(name=tensor.name, data_type=tensor.data_type, dims=tensor.dims,
+                               data_location=TensorProto.EXTERNAL)
+        where = declared.external_data.add()
+        where.key, where.value = "location", INLINE_LOCATION
+        kept.append(declared)
+        meta["weights"].append(entry)
+    model.graph.ClearField("initializer")
+    model.graph.initializer.extend(kept)
+    meta["unsigned"] = model.SerializeToString()
+    return meta
+
+
+def _inline_values(graph: bytes, entry: Dict[str, Any]) -> np.ndarray:
+    """The values `entry` of an inline record names in `graph` (flipped to uint8
+    w + 128 where it says so); ValueError where `graph` does not hold them. Bytes
+    are read in place; wider values are copied (aligned)."""
+    dtype = np.dtype(str(entry["dtype"]))
+    shape = tuple(int(d) for d in entry["shape"])
+    if dtype.name not in INLINE_DTYPES or (entry["flip"] and dtype != np.int8):
+        raise ValueError(f"not a weight an inline record reads: {entry['dtype']}")
+    values = np.frombuffer(graph, dtype=dtype, count=int(np.prod(shape)),
+                           offset=int(entry["offset"])).reshape(shape)
+    if entry["flip"]:
+        return values.view(np.uint8) ^ np.uint8(0x80)
+    return values.copy() if dtype.itemsize > 1 else values
+
+
+def inline_matches(record: Any, graph: bytes) -> bool:
+    """Whether `record` is an inline record written for the graph bytes `graph`."""
+    return isinstance(record, dict) and record.get("graph") == _sha256(graph)
+
+
+def read_inline(graph: bytes, record: Any
+                ) -> Optional[Tuple[Optional[bytes], Dict[str, np.ndarray]]]:
+    """What a CPU that saturates opens for the graph bytes `graph`, from its
+    inline record (`inline_unsigned`), without `onnx`: the companion's bytes and
+    the weights it declares at INLINE_LOCATION, read from `graph`; (None, {})
+    where the record says the graph is exact as it is; None where the record is
+    absent, was written for other bytes or names values `graph` does not hold."""
+    if not inline_matches(record, graph):
+        return None
+    companion = record.get("unsigned")
+    if companion is None:
+        return None, {}
+    weights: Dict[str, np.ndarray] = {}
+    try:
+        if not isinstance(companion, bytes):
+            return None
+        for entry in record["weights"]:
+            weights[str(entry["name"])] = _inline_values(graph, entry)
+    except (ValueError, KeyError, TypeError):
+        return None
+    return companion, weights
+
+
 def exact_graph(source: Union[bytes, str, Path], force: Optional[bool] = None
                 ) -> Tuple[Union[bytes, str, Path], Dict[str, np.ndarray]]:
     """`source` (graph bytes or a file path) as it is where the CPU does not
@@ -466,4 +574,4 @@ def whole_graph(path: Union[str, Path]) -> bytes:
 
 
 __all__ = ["u8s8_saturates", "int8_split_here", "exact_graph", "whole_graph", "unsigned_files",
-           "write_unsigned", "read_unsigned", "copy_unsigned", "EXTERNAL_FOLDER", "exact_products", "Exact", "probe_graph", "probe"]
+           "write_unsigned", "read_unsigned", "copy_unsigned", "inline_unsigned", "inline_matches", "read_inline", "EXTERNAL_FOLDER", "exact_products", "Exact", "probe_graph", "probe"]

@@ -6,15 +6,17 @@ int8 name scan of a `flat_int8` index); `track` registers one.
 """
 from __future__ import annotations
 
+import logging
 import os
 import weakref
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
 from ..errors import BioELError, Errors
-from .int8_exact import EXTERNAL_FOLDER, exact_graph, whole_graph
+from .int8_exact import EXTERNAL_FOLDER, exact_graph, read_inline, u8s8_saturates, whole_graph
 from .threads import child_threads, limit_threads
 
+logger = logging.getLogger(__name__)
 _OWNERS: "weakref.WeakSet" = weakref.WeakSet()
 _SHARED_ARENA: Optional[bool] = None  # whether this process' ONNX Runtime has the shared arena
 _FORKED = False
@@ -81,7 +83,8 @@ def shared_arena(onnxruntime) -> bool:
     return _SHARED_ARENA
 
 
-def new_session(source: Union[bytes, str], threads: int = 0, exact: bool = True):
+def new_session(source: Union[bytes, str], threads: int = 0, exact: bool = True,
+                inline: Optional[Dict[str, Any]] = None):
     """An ONNX Runtime CPU session of a graph (bytes or a file path): `threads`
     intra-op threads (0: all cores, or `cap_threads`' cap, or
     $SPACY_BIOEL_CHILD_THREADS in a forked worker), whose idle threads spin
@@ -96,13 +99,24 @@ def new_session(source: Union[bytes, str], threads: int = 0, exact: bool = True)
     given to the session as initializers, which it uses as they are (not
     pre-packed: a second copy, more memory, and slower here). `exact` False:
     a graph known to have no such matmul (the uint8 name scan), opened as it is
-    (the check parses the graph with `onnx`). E178 without onnxruntime."""
+    (the check parses the graph with `onnx`). `inline`: the record saved with
+    graph bytes (`int8_exact.inline_unsigned`), which such a CPU opens instead,
+    without `onnx`. E178 without onnxruntime."""
     try:
         import onnxruntime
     except ImportError as err:
         raise BioELError(Errors.E178.format(missing="onnxruntime")) from err
     if threads:
         limit_threads(threads)
+    if exact and inline is not None and isinstance(source, bytes) and u8s8_saturates():
+        found = read_inline(source, inline)
+        if found is not None and found[0] is None:
+            return _session(onnxruntime, source, {}, threads, {})
+        if found is not None:
+            try:
+                return _session(onnxruntime, found[0], found[1], threads, {}, external=True)
+            except Exception:  # noqa: BLE001 - an ONNX Runtime without add_external_initializers
+                logger.debug("the inline record could not be opened: the graph is rewritten")
     graph, weights = exact_graph(source) if exact else (source, {})
     if graph is not source and not isinstance(source, bytes):
         # the rewritten graph's bytes name the other weights of the file it was read from:
@@ -115,9 +129,11 @@ def new_session(source: Union[bytes, str], threads: int = 0, exact: bool = True)
     return _session(onnxruntime, graph, weights, threads, {})
 
 
-def _session(onnxruntime, graph, weights: Dict[str, Any], threads: int, entries: Dict[str, str]):
+def _session(onnxruntime, graph, weights: Dict[str, Any], threads: int, entries: Dict[str, str],
+             external: bool = False):
     """`new_session`'s session of `graph`, given `weights` (name -> array) as
-    initializers and the session config `entries`."""
+    initializers (`external`: as the data of initializers the graph declares
+    external, `add_external_initializers`) and the session config `entries`."""
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads or (child_threads() if _FORKED else _CAP)
     options.inter_op_num_threads = 1
@@ -126,8 +142,11 @@ def _session(onnxruntime, graph, weights: Dict[str, Any], threads: int, entries:
         options.add_session_config_entry("session.use_env_allocators", "1")
     # each OrtValue wraps its array without a copy; the session keeps them (below)
     values = {name: onnxruntime.OrtValue.ortvalue_from_numpy(array) for name, array in weights.items()}
-    for name, value in values.items():
-        options.add_initializer(name, value)
+    if external and values:
+        options.add_external_initializers(list(values), list(values.values()))
+    elif values:
+        for name, value in values.items():
+            options.add_initializer(name, value)
     if values:
         options.add_session_config_entry("session.disable_prepacking", "1")
     for key, value in entries.items():

@@ -16,6 +16,14 @@ layer (`pieces`); windows of one length go to ONNX Runtime together (an int8
 row's scale is its own), so a document's vectors do not depend on the
 documents batched beside it. The layer does not train: its backward pass
 passes no gradient.
+
+On a CPU whose ONNX Runtime saturates uint8 x int8 products (AVX2 without VNNI,
+`encoders.int8_exact`), the graph's int8 matmuls are rewritten before its
+session opens, which needs `onnx` (its import was about 1 s of `link TEXT` on
+an AMD EPYC). So the saved layer carries the rewrite's record beside the graph
+(`int8_exact.inline_unsigned`: a small companion graph, and where in the
+graph's bytes each weight it reads lies), written when the layer is saved, and
+such a CPU opens that without `onnx`.
 """
 from __future__ import annotations
 
@@ -49,9 +57,10 @@ FORMAT = 1
 
 
 class OnnxPiecesShim(Shim):
-    """Holds the exported graph, the word-piece tokenizer and what they were
-    exported from (`info`); serialised with the model; opens its ONNX Runtime
-    session on first use (again in a forked worker)."""
+    """Holds the exported graph, the word-piece tokenizer, what they were
+    exported from (`info`) and the graph's inline record for CPUs that saturate
+    (`unsigned`, see the module); serialised with the model; opens its ONNX
+    Runtime session on first use (again in a forked worker)."""
 
     def __init__(self, threads: int = 0) -> None:
         from ..encoders.onnx_sessions import track
@@ -61,19 +70,37 @@ class OnnxPiecesShim(Shim):
         self.graph: bytes = b""
         self.pieces: Optional[WordPieces] = None
         self.info: Dict[str, Any] = {}
+        self.unsigned: Optional[Dict[str, Any]] = None
         self._session = None
         track(self)
 
-    def load(self, graph: bytes, pieces: WordPieces, info: Dict[str, Any]) -> "OnnxPiecesShim":
+    def load(self, graph: bytes, pieces: WordPieces, info: Dict[str, Any],
+             unsigned: Optional[Dict[str, Any]] = None) -> "OnnxPiecesShim":
         self.graph, self.pieces, self.info, self._session = graph, pieces, dict(info), None
+        self.unsigned = unsigned if isinstance(unsigned, dict) else None
         return self
+
+    def record(self) -> Optional[Dict[str, Any]]:
+        """The graph's inline record (`int8_exact.inline_unsigned`): the one it
+        was loaded with where that was written for these bytes, else written now
+        (needs `onnx`; None without it, and the graph is rewritten where needed)."""
+        from ..encoders.int8_exact import inline_matches, inline_unsigned
+
+        if not self.graph:
+            return None
+        if not inline_matches(self.unsigned, self.graph):
+            try:
+                self.unsigned = inline_unsigned(self.graph)
+            except ImportError:
+                self.unsigned = None
+        return self.unsigned
 
     def run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         """(windows, pieces, hidden) float32 mixed piece vectors."""
         if self._session is None:
             from ..encoders.onnx_sessions import new_session
 
-            self._session = new_session(self.graph, self.threads)
+            self._session = new_session(self.graph, self.threads, inline=self.unsigned)
         return self._session.run(None, {"input_ids": input_ids,
                                         "attention_mask": attention_mask})[0]
 
@@ -88,16 +115,17 @@ class OnnxPiecesShim(Shim):
 
     def copy(self) -> "OnnxPiecesShim":
         other = OnnxPiecesShim(self.threads)
-        return other.load(self.graph, copy_module.deepcopy(self.pieces), self.info)
+        return other.load(self.graph, copy_module.deepcopy(self.pieces), self.info, self.unsigned)
 
     def to_bytes(self) -> bytes:
         return srsly.msgpack_dumps({"format": FORMAT, "graph": self.graph, "info": self.info,
-                                    "pieces": self.pieces.to_dict() if self.pieces else None})
+                                    "pieces": self.pieces.to_dict() if self.pieces else None,
+                                    "unsigned": self.record()})
 
     def from_bytes(self, data: bytes) -> "OnnxPiecesShim":
         msg = srsly.msgpack_loads(data)
         pieces = WordPieces.from_dict(msg["pieces"]) if msg.get("pieces") else None
-        return self.load(msg.get("graph") or b"", pieces, msg.get("info") or {})
+        return self.load(msg.get("graph") or b"", pieces, msg.get("info") or {}, msg.get("unsigned"))
 
 
 @registry.architectures(ONNX_ARCHITECTURE)

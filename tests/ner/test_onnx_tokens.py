@@ -173,3 +173,82 @@ def test_a_pipeline_given_an_in_context_ner_batches_what_it_batches(tiny_bert_di
     cnn.initialize()
     cnn.batch_size = 16
     assert with_ner(linker_only(), cnn).batch_size == 1000
+
+
+# a converted NER in a child, on a CPU forced to count as saturating uint8 x int8
+# products and where `onnx` cannot be imported: its layer's vectors and session
+NO_ONNX_CHILD = """
+import json, sys
+sys.modules["onnx"] = None
+import spacy
+nlp = spacy.load(sys.argv[1])
+(layer,) = [m for m in nlp.get_pipe("tok2vec").model.walk() if m.name == "onnx_transformer_tokens"]
+vectors = layer.predict([nlp.make_doc(t) for t in json.loads(sys.argv[2])])
+print(json.dumps({"vectors": [v.tolist() for v in vectors],
+                  "given": len(layer.shims[0]._session.bioel_weights)}))
+"""
+
+
+def test_a_saved_int8_layer_opens_without_onnx_where_the_cpu_saturates(tiny_bert_dir, tmp_path,
+                                                                       monkeypatch):
+    """Saving the layer writes its graph's inline record (`inline_unsigned`: the
+    rewrite's companion, and where each weight it reads lies in the graph's
+    bytes), so a CPU that saturates opens it without `onnx` and reads what the
+    rewrite reads; a record for other bytes is not used, and a layer loaded
+    without one (saved before) writes it when saved."""
+    import json
+    import os
+
+    import srsly
+
+    from spacy_bioel.encoders import int8_exact
+    from spacy_bioel.encoders.int8_exact import ENV, inline_matches, read_inline
+
+    monkeypatch.setattr(int8_exact, "INLINE_MIN_BYTES", 64)  # the tiny model's weights are small
+    nlp = _ner(tiny_bert_dir)
+    nlp.to_disk(tmp_path / "trained")
+    result = _invoke("ner-onnx", tmp_path / "trained", tmp_path / "onnx", "--quantize", "int8-all")
+    assert result.exit_code == 0, (result.output, result.exception)
+    shim = _layer(spacy.load(tmp_path / "onnx"), "onnx_transformer_tokens").shims[0]
+    record = shim.unsigned
+    assert inline_matches(record, shim.graph) and record["unsigned"] is not None
+    assert any(w["flip"] for w in record["weights"]) and any(not w["flip"] for w in record["weights"])
+    companion, weights = read_inline(shim.graph, record)
+    assert len(companion) < len(shim.graph)
+    for entry in record["weights"]:
+        assert weights[entry["name"]].dtype == (np.uint8 if entry["flip"] else np.dtype(entry["dtype"]))
+    assert read_inline(b"x" + shim.graph[1:], record) is None  # written for other bytes
+    moved = {**record, "weights": [{**record["weights"][0], "offset": len(shim.graph)}]}
+    assert read_inline(shim.graph, moved) is None  # names values the graph does not hold
+
+    monkeypatch.setenv(ENV, "1")
+    int8_exact.u8s8_saturates.cache_clear()
+    try:
+        rewrite = _layer(spacy.load(tmp_path / "onnx"), "onnx_transformer_tokens")
+        rewrite.shims[0].unsigned = None  # the rewrite itself, for comparison
+        want = rewrite.predict([nlp.make_doc(t) for t in TEXTS])
+        assert len(rewrite.shims[0]._session.bioel_weights) == 0
+    finally:
+        monkeypatch.delenv(ENV)
+        int8_exact.u8s8_saturates.cache_clear()
+    child = subprocess.run([sys.executable, "-c", NO_ONNX_CHILD, str(tmp_path / "onnx"), json.dumps(TEXTS)],
+                           capture_output=True, text=True, timeout=300, env={**os.environ, ENV: "1"})
+    assert child.returncode == 0, child.stderr[-3000:]
+    got = json.loads(child.stdout.strip().splitlines()[-1])
+    assert got["given"] == len(record["weights"])
+    for a, b in zip(got["vectors"], want):
+        np.testing.assert_allclose(np.array(a, dtype=np.float32), b, rtol=0, atol=1e-6)
+
+    shim.unsigned = None  # as a layer saved before records were written
+    assert inline_matches(srsly.msgpack_loads(shim.to_bytes())["unsigned"], shim.graph)
+
+
+def test_a_float32_layers_record_says_it_opens_as_it_is(tiny_bert_dir):
+    nlp = _ner(tiny_bert_dir)
+    convert_pipeline(nlp, None)
+    shim = _layer(nlp, "onnx_transformer_tokens").shims[0]
+    record = shim.record()
+    assert record["unsigned"] is None and record["weights"] == []
+    from spacy_bioel.encoders.int8_exact import read_inline
+
+    assert read_inline(shim.graph, record) == (None, {})

@@ -12,7 +12,7 @@ from spacy_bioel.ner import shipped
 
 # the shipped NER's files, one SHA-256 over their checksums: `spacy project run
 # build-default-ner` rebuilds them (then this changes, on purpose, with the files)
-SHIPPED_DIGEST = "2ae34444a8e850d6fbd305044bda1c0576f589386b220d025e3e3fee60227a46"
+SHIPPED_DIGEST = "cde00b09e5157428b410bad9b2bb4ac3a32bfae89d2f93ca3ed2b93dda8a3e75"
 
 
 def test_the_shipped_files_match_their_manifest():
@@ -102,3 +102,50 @@ def test_it_reads_windows_of_128_pieces_without_overlap():
     assert layer.shims[0].info["trained_stride"] == 96
     block = nlp.config["components"]["tok2vec"]["model"]["embed"]["embed"]
     assert block["@architectures"] == ONNX_ARCHITECTURE and block["stride"] == 128
+
+
+# the shipped NER in a child, on a CPU forced to count as saturating uint8 x int8
+# products: "record" with `onnx` not importable, "rewrite" without its record
+SATURATING_CHILD = """
+import json, sys
+if sys.argv[1] == "record":
+    sys.modules["onnx"] = None
+from spacy_bioel.ner import shipped
+nlp = shipped.load_ner()
+(layer,) = [m for m in nlp.get_pipe("tok2vec").model.walk() if m.name == "onnx_transformer_tokens"]
+if sys.argv[1] == "rewrite":
+    layer.shims[0].unsigned = None
+docs = list(nlp.pipe(json.loads(sys.argv[2])))
+print(json.dumps({"ents": [[(e.start_char, e.end_char) for e in d.ents] for d in docs],
+                  "vectors": float(sum(abs(v).sum() for v in layer.predict(docs))),
+                  "given": len(layer.shims[0]._session.bioel_weights),
+                  "onnx": sys.modules.get("onnx") is not None}))
+"""
+
+
+def test_it_opens_without_onnx_where_the_cpu_saturates():
+    """On an AVX2 CPU without VNNI the NER's int8 matmuls are made exact before its
+    session opens; the shipped model carries that rewrite's record (its graph's
+    companion and where its weights lie), so such a CPU opens it without `onnx`
+    (about 1 s of `link TEXT` there) and finds what the rewrite finds."""
+    import os
+
+    from spacy_bioel.encoders.int8_exact import ENV, inline_matches
+
+    (layer,) = [m for m in shipped.load_ner().get_pipe("tok2vec").model.walk()
+                if m.name == "onnx_transformer_tokens"]
+    record = layer.shims[0].unsigned
+    assert inline_matches(record, layer.shims[0].graph) and record["unsigned"]
+    assert len(record["unsigned"]) < len(layer.shims[0].graph) / 20
+    texts = ["Germline mutations of the APC gene cause familial adenomatous polyposis.",
+             "Several carriers had hepatoblastoma or colorectal carcinomas ; one had asthma ."]
+    got = {}
+    for mode in ("record", "rewrite"):
+        out = subprocess.run([sys.executable, "-c", SATURATING_CHILD, mode, json.dumps(texts)],
+                             capture_output=True, text=True, timeout=600, env={**os.environ, ENV: "1"})
+        assert out.returncode == 0, out.stderr[-3000:]
+        got[mode] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["record"]["onnx"] is False and got["rewrite"]["onnx"] is True
+    assert got["record"]["given"] == len(record["weights"]) and got["rewrite"]["given"] == 0
+    assert got["record"]["ents"] == got["rewrite"]["ents"] and got["record"]["ents"][0]
+    assert got["record"]["vectors"] == pytest.approx(got["rewrite"]["vectors"], rel=1e-6)
