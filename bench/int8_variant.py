@@ -13,13 +13,18 @@ weights, `spacy_bioel.encoders.int8_exact`):
 init-pipeline` does, with the export so patched (its names are encoded by the
 PyTorch concept tower, as the other pipelines of the comparison); `evaluate`
 then reads it on dev (bench/project.yml, `int8-variants-dev`).
+`export_variant(variant, ...)` exports a trained pipeline's mention tower again
+(`w8`: as the package does), everything else as saved, and `seeds_summary`
+pairs the variants' dev scores seed by seed (`int8-variants-trained`).
 """
 from __future__ import annotations
 
+import json
+import statistics
 import tempfile
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Sequence
 
 import numpy as np
 
@@ -79,4 +84,84 @@ def init_pipeline(variant: str, config: Path, output: Path, overrides: Dict[str,
         nlp.to_disk(output)
 
 
-__all__: List[str] = ["VARIANTS", "narrowed", "patched", "init_pipeline"]
+EXPORTS = ("w8",) + VARIANTS  # w8: the package's own export
+
+
+def export_variant(variant: str, pipeline: Path, output: Path) -> int:
+    """Save the trained `pipeline` to `output` with each linker's mention tower
+    exported again as `variant` (`w8`: as the package exports it, through the
+    same path): the name index, the kNN datastore (encoded by the PyTorch
+    towers) and the weights are saved as they are. RETURNS the linkers exported."""
+    import spacy
+    from spacy_bioel.pipeline.linker import BioELLinker
+
+    if variant not in EXPORTS:
+        raise SystemExit(f"unknown variant {variant!r}: one of {', '.join(EXPORTS)}")
+    nlp = spacy.load(pipeline)
+    linkers = [pipe for _, pipe in nlp.pipeline if isinstance(pipe, BioELLinker)]
+    if not linkers or any(getattr(pipe.runtime, "name", "") != "onnx" for pipe in linkers):
+        raise SystemExit(f"{pipeline}: no bioel_linker served by the ONNX runtime to export")
+    for pipe in linkers:
+        pipe.require_model(f"exporting the mention tower as {variant}")  # a deferred module
+        pipe.runtime.invalidate()  # exported again when saved
+    with nullcontext() if variant == "w8" else patched(variant):
+        nlp.to_disk(output)
+    return len(linkers)
+
+
+def seeds_summary(scores: Dict[int, Dict[str, Dict[str, Any]]], baseline: str = "w8"
+                  ) -> Dict[str, Any]:
+    """{seed: {variant: evaluate's report}} -> each variant's dev Acc@1 and
+    kb_id_ accuracy per seed, their mean and standard deviation (sample, over
+    seeds), and each variant minus `baseline`, paired by seed."""
+    variants = sorted({v for row in scores.values() for v in row}, key=lambda v: (v != baseline, v))
+    seeds = sorted(scores)
+    missing = [(seed, v) for seed in seeds for v in variants if v not in scores[seed]]
+    if missing:
+        raise SystemExit(f"no report for (seed, variant) {missing}")
+
+    def spread(values: Sequence[float]) -> Dict[str, float]:
+        return {"mean": statistics.fmean(values),
+                "std": statistics.stdev(values) if len(values) > 1 else 0.0}
+
+    out: Dict[str, Any] = {"seeds": seeds, "baseline": baseline, "variants": {}}
+    for variant in variants:
+        row: Dict[str, Any] = {}
+        for metric in ("acc@1", "kb_id_acc"):
+            values = [100 * float(scores[seed][variant][metric]) for seed in seeds]
+            paired = [100 * (float(scores[seed][variant][metric]) - float(scores[seed][baseline][metric]))
+                      for seed in seeds]
+            row[metric] = {"per_seed": values, **spread(values), "paired": spread(paired)}
+        row["n"] = [int(scores[seed][variant]["n"]) for seed in seeds]
+        out["variants"][variant] = row
+    return out
+
+
+def seeds_markdown(summary: Dict[str, Any], title: str) -> str:
+    """The table of `seeds_summary`."""
+    seeds = summary["seeds"]
+    head = " | ".join(f"seed {s}" for s in seeds)
+    lines = [f"# {title}", "",
+             f"| tower | {head} | mean ± std | paired against {summary['baseline']} | kb_id_ accuracy, mean ± std |",
+             "|---|" + "---:|" * (len(seeds) + 3)]
+    for variant, row in summary["variants"].items():
+        acc, kb = row["acc@1"], row["kb_id_acc"]
+        paired = "-" if variant == summary["baseline"] else \
+            f"{acc['paired']['mean']:+.2f} ± {acc['paired']['std']:.2f}"
+        lines.append(f"| {variant} | " + " | ".join(f"{v:.2f}" for v in acc["per_seed"]) +
+                     f" | {acc['mean']:.2f} ± {acc['std']:.2f} | {paired} | {kb['mean']:.2f} ± {kb['std']:.2f} |")
+    lines += ["", f"Dev Acc@1 (%) of {summary['variants'][summary['baseline']]['n'][0]} mentions; "
+              "each seed's pipeline trained once and its mention tower exported each way."]
+    return "\n".join(lines) + "\n"
+
+
+def read_seed_reports(folder: Path, corpus: str, seeds: Sequence[int], variants: Sequence[str]
+                      ) -> Dict[int, Dict[str, Dict[str, Any]]]:
+    """{seed: {variant: report}} from `folder`/{corpus}_s{seed}_dev_{variant}.json."""
+    return {seed: {variant: json.loads((folder / f"{corpus}_s{seed}_dev_{variant}.json")
+                                       .read_text(encoding="utf-8")) for variant in variants}
+            for seed in seeds}
+
+
+__all__: List[str] = ["VARIANTS", "EXPORTS", "narrowed", "patched", "init_pipeline", "export_variant",
+                      "seeds_summary", "seeds_markdown", "read_seed_reports"]

@@ -304,6 +304,41 @@ def int8_variant(
     typer.echo(f"Saved the {variant} pipeline to {output}")
 
 
+@app.command("int8-variant-export")
+def int8_variant_export(
+    variant: str = typer.Argument(..., help="w8 (the package's export), w7 or a7"),
+    pipeline: Path = typer.Argument(..., help="A trained pipeline (model-last)"),
+    output: Path = typer.Argument(..., help="Directory for the pipeline"),
+    verbose: bool = typer.Option(False, "--verbose", "-V"),
+) -> None:
+    """A trained pipeline with its mention tower exported again as VARIANT, the
+    rest as saved (bench/int8_variant.py)."""
+    from ..int8_variant import export_variant
+
+    setup_logging(verbose)
+    count = export_variant(variant, pipeline, output)
+    typer.echo(f"Saved {pipeline} with {count} mention tower(s) exported as {variant} to {output}")
+
+
+@app.command("int8-variants-seeds")
+def int8_variants_seeds(
+    folder: Path = typer.Argument(..., help="Where evaluate wrote {corpus}_s{seed}_dev_{variant}.json"),
+    corpus: str = typer.Option("ncbi", "--corpus"),
+    seeds: str = typer.Option("0,1,2", "--seeds", help="Comma-separated seeds"),
+    variants: str = typer.Option("w8,a7", "--variants", help="Comma-separated; the first is the baseline"),
+    output: Path = typer.Option(..., "--output", help="JSON to write (and a .md beside it)"),
+) -> None:
+    """Each int8 export's dev Acc@1 per seed, mean ± std, and paired against the
+    first variant (bench/int8_variant.py, `int8-variants-trained`)."""
+    from ..int8_variant import read_seed_reports, seeds_markdown, seeds_summary
+
+    names = [v.strip() for v in variants.split(",") if v.strip()]
+    reports = read_seed_reports(folder, corpus, [int(s) for s in seeds.split(",")], names)
+    summary = seeds_summary(reports, baseline=names[0])
+    write_report(output, summary, seeds_markdown(
+        summary, f"Trained linkers ({corpus}) with their mention tower exported as {', '.join(names)}"))
+
+
 @app.command("train-step-speed", context_settings={"allow_extra_args": True,
                                                      "ignore_unknown_options": True})
 def train_step_speed(
