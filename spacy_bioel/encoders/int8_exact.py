@@ -54,6 +54,7 @@ from ..files import replace_file
 logger = logging.getLogger(__name__)
 ENV = "SPACY_BIOEL_INT8_SPLIT"
 SHIFT = 128  # the zero point of the package's uint8 activations (a signed value + 128)
+SIGN_BIT = np.uint8(0x80)  # an int8 byte with this bit flipped reads as uint8 w + 128
 # ONNX Runtime's session option for where a graph loaded from bytes finds its external weights
 EXTERNAL_FOLDER = "session.model_external_initializers_file_folder_path"
 UNSIGNED_PREFIX = "bioel_u8/"  # the name of an int8 weight read as uint8 is this + its own
@@ -164,9 +165,18 @@ def _unsigned_weight(tensor, folder: Optional[Path]):
             return None
         location, offset = _external_span(tensor)
         return _flipped(Path(folder) / location, offset, tensor.dims)
-    values = numpy_helper.to_array(tensor).view(np.uint8).copy()
-    values ^= np.uint8(0x80)
-    return values.reshape(tuple(tensor.dims))
+    return _sign_flipped(numpy_helper.to_array(tensor)).reshape(tuple(tensor.dims))
+
+
+def _sign_flipped(values: np.ndarray, fresh: bool = False) -> np.ndarray:
+    """int8 `values` (or their bytes) as uint8 w + 128, each byte's sign bit
+    flipped: in place where `fresh` (a writable array no one else holds), else
+    into a new array (`values` may be read-only, e.g. a view of a graph's bytes)."""
+    raw = values.view(np.uint8)
+    if fresh:
+        raw ^= SIGN_BIT
+        return raw
+    return raw ^ SIGN_BIT
 
 
 def _external_span(tensor) -> Tuple[str, int]:
@@ -182,8 +192,7 @@ def _flipped(file: Path, offset: int, shape) -> Optional[np.ndarray]:
     values = np.fromfile(file, dtype=np.uint8, count=count, offset=offset)
     if values.size != count:
         return None
-    values ^= np.uint8(0x80)
-    return values.reshape(tuple(shape))
+    return _sign_flipped(values, fresh=True).reshape(tuple(shape))
 
 
 class Exact(NamedTuple):
@@ -504,7 +513,7 @@ def _inline_values(graph: bytes, entry: Dict[str, Any]) -> np.ndarray:
     values = np.frombuffer(graph, dtype=dtype, count=int(np.prod(shape)),
                            offset=int(entry["offset"])).reshape(shape)
     if entry["flip"]:
-        return values.view(np.uint8) ^ np.uint8(0x80)
+        return _sign_flipped(values)
     return values.copy() if dtype.itemsize > 1 else values
 
 
