@@ -230,9 +230,11 @@ class Int8Scan:
                                         "W": names, "scale": scales, "k": k})
             indices.append(found.numpy() + first)
             values.append(scores.numpy())
-        if len(indices) == 1:
-            return indices[0], values[0]
-        indices, values = np.concatenate(indices, axis=1), np.concatenate(values, axis=1)
+        # one block too: ONNX Runtime's TopK does not always put the lower row first among
+        # equal scores (seen on MEDIC's 72,968 names in one block), and the order must not
+        # depend on how the names are blocked
+        indices = indices[0] if len(indices) == 1 else np.concatenate(indices, axis=1)
+        values = values[0] if len(values) == 1 else np.concatenate(values, axis=1)
         order = np.lexsort((indices, -values), axis=1)[:, :pool]
         return np.take_along_axis(indices, order, 1), np.take_along_axis(values, order, 1)
 
