@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import BioELError, Errors, Warnings, warn
 from ..files import PinnedFile, replace_file
+from ..progress import progress_bar
 from ..validation import MAX_BATCH, MAX_THREADS, as_int
 from .allocator import freeze_loaded, static_thresholds
 from .common import length_buckets
@@ -79,12 +80,15 @@ class TorchRuntime:
             limit_threads(self.threads)
             self._threads_set = True
 
-    def encode(self, model, texts: Sequence[str], batch_size: int) -> np.ndarray:
-        """RETURNS (np.ndarray): (len(texts), dim) float32 mention embeddings."""
+    def encode(self, model, texts: Sequence[str], batch_size: int,
+               progress: Optional[str] = None) -> np.ndarray:
+        """RETURNS (np.ndarray): (len(texts), dim) float32 mention embeddings.
+        `progress`: show a progress bar (the encoder's own description) when set."""
         from .thinc_biencoder import embed_texts
 
         self._apply_threads()
-        return embed_texts(model, texts, "mention", min(batch_size, self.batch_size))
+        return embed_texts(model, texts, "mention", min(batch_size, self.batch_size),
+                           progress=progress is not None)
 
     def cache_keys(self, model, texts: Sequence[str]) -> List[str]:
         """The texts after the tokenizer's normaliser (see `encoders.tokenize`)."""
@@ -215,8 +219,12 @@ class OnnxRuntime:
             self._data.copy_to(Path(tmp) / ONNX_DATA)
             return new_session(str(Path(tmp) / ONNX_FILE), self.threads)
 
-    def encode(self, model, texts: Sequence[str], batch_size: int) -> np.ndarray:
-        """RETURNS (np.ndarray): (len(texts), dim) float32 mention embeddings."""
+    def encode(self, model, texts: Sequence[str], batch_size: int,
+               progress: Optional[str] = None) -> np.ndarray:
+        """RETURNS (np.ndarray): (len(texts), dim) float32 mention embeddings.
+        `progress`: a progress bar with this description, counting distinct texts
+        (the first `link` encodes every name of the embedded KB); the calls, and
+        so the embeddings, are the same with or without it."""
         self._ready(model)
         unique: Dict[str, int] = {}
         inverse = np.fromiter((unique.setdefault(t, len(unique)) for t in texts), dtype=np.int64,
@@ -226,7 +234,10 @@ class OnnxRuntime:
         tokenizing = 0.0
         size = min(batch_size, self.batch_size)
         # int8 calls hold texts of one token length: tokenized in larger groups to fill them
-        for indices in length_buckets(keys, size * (QUANTISED_GROUP if self.quantize else 1)):
+        groups = length_buckets(keys, size * (QUANTISED_GROUP if self.quantize else 1))
+        bar = None if progress is None or len(groups) < 2 else \
+            progress_bar(total=len(keys), desc=progress, unit=" texts", leave=False)
+        for indices in groups:
             start = time.perf_counter()
             indices = np.asarray(indices)
             ids, mask = self._tokenizer([keys[i] for i in indices])
@@ -240,6 +251,10 @@ class OnnxRuntime:
                 if out is None:
                     out = np.empty((len(keys), embeddings.shape[1]), dtype=np.float32)
                 out[indices[part]] = embeddings
+            if bar is not None:
+                bar.update(len(indices))
+        if bar is not None:
+            bar.close()
         if self.timings is not None:
             self.timings["tokenize"] += tokenizing
         return out[inverse] if out is not None else np.zeros((0, 0), dtype=np.float32)

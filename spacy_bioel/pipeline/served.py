@@ -99,7 +99,8 @@ def serve(linker, folder: Path = TOWER) -> None:
     linker.steps = TrainingState(eval_frequency=0)
     linker.train_mentions = []
     batch = linker.cfg["encode_batch_size"]
-    linker.index.refresh(lambda texts: linker.runtime.encode(linker.model, texts, batch),
+    linker.index.refresh(lambda texts: linker.runtime.encode(linker.model, texts, batch,
+                                                             progress="Encoding names"),
                          names_key(linker.index.names.names, assets.manifest_digest(folder)))
     linker.state.refresh_datastore(int(info["dim"]), None)
     linker.model_changed()

@@ -109,6 +109,37 @@ def test_a_quantised_graph_scales_each_row_and_batches_texts_of_one_length(tiny_
 
 
 @ONNX_EXTRA
+def test_encoding_many_texts_shows_progress_and_makes_the_same_calls(tiny_bert_dir, monkeypatch,
+                                                                     capsys):
+    """The first `link` encodes every name of the embedded KB (a minute on a
+    slow CPU): with `progress`, a bar counts the distinct texts as they are
+    encoded; the calls, and so the embeddings, are those made without it. A
+    single group of texts shows no bar."""
+    from spacy_bioel import progress
+    from spacy_bioel.encoders import runtime as runtime_module
+
+    monkeypatch.setenv(progress.ENV_VAR, "1")
+    monkeypatch.setattr(runtime_module, "QUANTISED_GROUP", 1)
+    nlp = build(tiny_bert_dir, quantize="int8-all")
+    linker = nlp.get_pipe("bioel_linker")
+    texts = TEXTS + ["lung cancer", "heart failure", "colon polyps"] * 2  # 8 distinct texts
+    linker.runtime.encode(linker.model, texts[:1], 2)  # the session opened
+    quiet_calls = record_calls(linker.runtime, monkeypatch)
+    quiet = linker.runtime.encode(linker.model, texts, 2)
+    capsys.readouterr()
+    monkeypatch.undo()
+    monkeypatch.setenv(progress.ENV_VAR, "1")
+    monkeypatch.setattr(runtime_module, "QUANTISED_GROUP", 1)
+    calls = record_calls(linker.runtime, monkeypatch)
+    shown = linker.runtime.encode(linker.model, texts, 2, progress="Encoding names")
+    err = capsys.readouterr().err
+    assert "Encoding names" in err and "/8 " in err  # groups of 2 texts: 4 groups, 8 texts
+    assert calls == quiet_calls and np.array_equal(shown, quiet)
+    linker.runtime.encode(linker.model, texts[:2], 2, progress="Encoding names")
+    assert "Encoding names" not in capsys.readouterr().err
+
+
+@ONNX_EXTRA
 def test_a_graph_quantised_with_one_scale_a_call_encodes_each_text_alone(tiny_bert_dir, monkeypatch):
     """A graph quantised as ONNX Runtime writes it (one activation scale a call,
     as pipelines saved before `scale_rows`) has no row-scale mark: one text a
