@@ -104,6 +104,7 @@ def export_variant(variant: str, pipeline: Path, output: Path) -> int:
     for pipe in linkers:
         pipe.require_model(f"exporting the mention tower as {variant}")  # a deferred module
         pipe.runtime.invalidate()  # exported again when saved
+    output.parent.mkdir(parents=True, exist_ok=True)
     with nullcontext() if variant == "w8" else patched(variant):
         nlp.to_disk(output)
     return len(linkers)

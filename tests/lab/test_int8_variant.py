@@ -23,9 +23,9 @@ def test_a_pipeline_is_exported_again_each_way_and_keeps_the_rest(tiny_bert_dir,
 
     toy_linker(tiny_bert_dir, tmp_path / "saved")
     saved = _graph(tmp_path / "saved")
-    assert export_variant("w8", tmp_path / "saved", tmp_path / "w8") == 1
+    assert export_variant("w8", tmp_path / "saved", tmp_path / "new" / "w8") == 1  # parents made
     assert export_variant("a7", tmp_path / "saved", tmp_path / "a7") == 1
-    assert _graph(tmp_path / "w8") == saved  # the package's export, through the same path
+    assert _graph(tmp_path / "new" / "w8") == saved  # the package's export, through the same path
     assert _graph(tmp_path / "a7") != saved
     model = onnx.load(str(tmp_path / "a7" / "bioel_linker" / "runtime" / "mention.onnx"))
     zeros = {t.name: int(numpy_helper.to_array(t)) for t in model.graph.initializer
