@@ -20,7 +20,6 @@ pairs the variants' dev scores seed by seed (`int8-variants-trained`).
 from __future__ import annotations
 
 import json
-import statistics
 import tempfile
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -114,25 +113,29 @@ def seeds_summary(scores: Dict[int, Dict[str, Dict[str, Any]]], baseline: str = 
                   ) -> Dict[str, Any]:
     """{seed: {variant: evaluate's report}} -> each variant's dev Acc@1 and
     kb_id_ accuracy per seed, their mean and standard deviation (sample, over
-    seeds), and each variant minus `baseline`, paired by seed."""
+    seeds) and each variant minus `baseline`, paired by seed (`bench.seeds.summarise`),
+    in percent."""
+    from .seeds import summarise
+
     variants = sorted({v for row in scores.values() for v in row}, key=lambda v: (v != baseline, v))
     seeds = sorted(scores)
     missing = [(seed, v) for seed in seeds for v in variants if v not in scores[seed]]
     if missing:
         raise SystemExit(f"no report for (seed, variant) {missing}")
+    metrics = tuple((name, (name,)) for name in ("acc@1", "kb_id_acc"))
+    rows = {row["system"]: row for row in summarise(
+        {v: {str(seed): scores[seed][v] for seed in seeds} for v in variants}, baseline, metrics)}
 
-    def spread(values: Sequence[float]) -> Dict[str, float]:
-        return {"mean": statistics.fmean(values),
-                "std": statistics.stdev(values) if len(values) > 1 else 0.0}
+    def percent(stat: Dict[str, Any]) -> Dict[str, float]:
+        return {"mean": 100 * stat["mean"], "std": 100 * stat["std"] if stat["std"] is not None else 0.0}
 
     out: Dict[str, Any] = {"seeds": seeds, "baseline": baseline, "variants": {}}
     for variant in variants:
         row: Dict[str, Any] = {}
-        for metric in ("acc@1", "kb_id_acc"):
-            values = [100 * float(scores[seed][variant][metric]) for seed in seeds]
-            paired = [100 * (float(scores[seed][variant][metric]) - float(scores[seed][baseline][metric]))
-                      for seed in seeds]
-            row[metric] = {"per_seed": values, **spread(values), "paired": spread(paired)}
+        for metric, _ in metrics:
+            paired = rows[variant].get(f"{metric} diff", {"mean": 0.0, "std": None})  # the baseline: 0
+            row[metric] = {"per_seed": [100 * float(scores[seed][variant][metric]) for seed in seeds],
+                           **percent(rows[variant][metric]), "paired": percent(paired)}
         row["n"] = [int(scores[seed][variant]["n"]) for seed in seeds]
         out["variants"][variant] = row
     return out

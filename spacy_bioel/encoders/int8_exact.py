@@ -165,10 +165,10 @@ def _unsigned_weight(tensor, folder: Optional[Path]):
             return None
         location, offset = _external_span(tensor)
         return _flipped(Path(folder) / location, offset, tensor.dims)
-    return _sign_flipped(numpy_helper.to_array(tensor)).reshape(tuple(tensor.dims))
+    return sign_flipped(numpy_helper.to_array(tensor)).reshape(tuple(tensor.dims))
 
 
-def _sign_flipped(values: np.ndarray, fresh: bool = False) -> np.ndarray:
+def sign_flipped(values: np.ndarray, fresh: bool = False) -> np.ndarray:
     """int8 `values` (or their bytes) as uint8 w + 128, each byte's sign bit
     flipped: in place where `fresh` (a writable array no one else holds), else
     into a new array (`values` may be read-only, e.g. a view of a graph's bytes)."""
@@ -192,7 +192,7 @@ def _flipped(file: Path, offset: int, shape) -> Optional[np.ndarray]:
     values = np.fromfile(file, dtype=np.uint8, count=count, offset=offset)
     if values.size != count:
         return None
-    return _sign_flipped(values, fresh=True).reshape(tuple(shape))
+    return sign_flipped(values, fresh=True).reshape(tuple(shape))
 
 
 class Exact(NamedTuple):
@@ -513,7 +513,7 @@ def _inline_values(graph: bytes, entry: Dict[str, Any]) -> np.ndarray:
     values = np.frombuffer(graph, dtype=dtype, count=int(np.prod(shape)),
                            offset=int(entry["offset"])).reshape(shape)
     if entry["flip"]:
-        return _sign_flipped(values)
+        return sign_flipped(values)
     return values.copy() if dtype.itemsize > 1 else values
 
 
@@ -582,5 +582,5 @@ def whole_graph(path: Union[str, Path]) -> bytes:
     return onnx.load(str(path)).SerializeToString()
 
 
-__all__ = ["u8s8_saturates", "int8_split_here", "exact_graph", "whole_graph", "unsigned_files",
+__all__ = ["u8s8_saturates", "sign_flipped", "int8_split_here", "exact_graph", "whole_graph", "unsigned_files",
            "write_unsigned", "read_unsigned", "copy_unsigned", "inline_unsigned", "inline_matches", "read_inline", "EXTERNAL_FOLDER", "exact_products", "Exact", "probe_graph", "probe"]

@@ -37,7 +37,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from ..encoders.int8_exact import u8s8_saturates
+from ..encoders.int8_exact import sign_flipped, u8s8_saturates
 from ..encoders.onnx_sessions import new_session, track
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -152,10 +152,8 @@ def unsigned_names(weights: np.ndarray) -> np.ndarray:
         except (OSError, ValueError):
             private = None
         if private is not None and private.shape == weights.shape and private.dtype == weights.dtype:
-            flipped = private.view(np.uint8)
-            np.bitwise_xor(flipped, np.uint8(0x80), out=flipped)
-            return flipped
-    return weights.view(np.uint8) ^ np.uint8(0x80)
+            return sign_flipped(private, fresh=True)
+    return sign_flipped(weights)
 
 
 def reblock(weights: np.ndarray, scales: np.ndarray, dim: int, block: int,
@@ -233,8 +231,7 @@ class Int8Scan:
         # one block too: ONNX Runtime's TopK does not always put the lower row first among
         # equal scores (seen on MEDIC's 72,968 names in one block), and the order must not
         # depend on how the names are blocked
-        indices = indices[0] if len(indices) == 1 else np.concatenate(indices, axis=1)
-        values = values[0] if len(values) == 1 else np.concatenate(values, axis=1)
+        indices, values = np.concatenate(indices, axis=1), np.concatenate(values, axis=1)
         order = np.lexsort((indices, -values), axis=1)[:, :pool]
         return np.take_along_axis(indices, order, 1), np.take_along_axis(values, order, 1)
 
