@@ -449,6 +449,17 @@ class Errors(metaclass=ErrorsWithCodes):
             "'{linker}' reads its mentions, so it would find none to link. Give a pipeline with an NER "
             "(`ner`, an entity ruler, ...), e.g. one trained with configs/ner_default.cfg, or "
             "--ner shipped.")
+    E261 = ("id_space {space!r}: no concept of the KB {kb!r} ({n} concepts) has an id in it, so "
+            "every mention would be written as NIL. The vocabularies its concepts' "
+            "cross-references name: {spaces}. Check the spelling (MESH, UMLS, OMIM, ICD10CM, "
+            "NCI, ...), or use a KB whose concepts carry that vocabulary's ids.")
+    E262 = ("{option} is for the default pipeline only (PIPELINE 'bioel'): the saved pipeline "
+            "{pipeline} links against its own KB. Leave {option} out, or pass 'bioel' to link "
+            "with the default pipeline over that KB.")
+    E263 = ("The default pipeline could not be saved ({problem}), and {command} loads a pipeline "
+            "from a folder (each worker loads its own). Set $SPACY_BIOEL_CACHE to a writable "
+            "folder, or save one with `spacy_bioel.default_pipeline().to_disk(PATH)` and pass "
+            "PATH.")
     E163 = ("The pipeline has no bioel_linker component (components: {names}). Train one with "
             "configs/linker.cfg or add it with nlp.add_pipe('bioel_linker').")
 

@@ -4,7 +4,7 @@ script): before spaCy is imported it decides whether the process needs PyTorch.
 thinc imports PyTorch whenever it is installed, in every spaCy process: a second
 and more, and memory, before the first line of work (docs/results/speed.md). The
 default pipeline's linker and NER are served by ONNX graphs, so `link` on the default
-pipeline uses none of it. For that command thinc is imported with PyTorch
+pipeline uses none of it (nor do `link-corpus bioel` and `visualize bioel --html`). For those thinc is imported with PyTorch
 hidden from it; PyTorch itself stays importable, so anything that does need it
 later (a deferred module built from the base model) still imports it.
 """
@@ -34,10 +34,18 @@ def option(args: Sequence[str], name: str) -> Optional[str]:
 def serves_without_torch(args: Sequence[str]) -> bool:
     """Whether the command `args` runs the default pipeline's served linker and
     nothing else that needs PyTorch: `link` with the bioel linker on the embedded
-    encoder (any KB)."""
-    return (bool(args) and args[0] == "link" and "--help" not in args
-            and (option(args, "--linker") or "bioel") == "bioel"
-            and (option(args, "--encoder") or DEFAULT_ENCODER) == DEFAULT_ENCODER)
+    encoder (any KB); `link-corpus bioel` on the local engine and `visualize bioel
+    --html` (the default pipeline named as the first argument; any KB)."""
+    if not args or "--help" in args:
+        return False
+    if args[0] == "link":
+        return ((option(args, "--linker") or "bioel") == "bioel"
+                and (option(args, "--encoder") or DEFAULT_ENCODER) == DEFAULT_ENCODER)
+    if args[0] == "link-corpus":
+        return len(args) > 1 and args[1] == "bioel" and (option(args, "--engine") or "local") == "local"
+    if args[0] == "visualize":
+        return len(args) > 1 and args[1] == "bioel" and option(args, "--html") is not None
+    return False
 
 
 def hide_torch_from_thinc() -> bool:

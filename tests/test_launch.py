@@ -26,9 +26,15 @@ def test_the_option_values_are_read_in_both_forms():
     (["link", "colon cancer", "--encoder", "models/sapbert"], False),
     (["link", "--help"], False),
     (["evaluate", "pipeline", "test.spacy"], False),
+    (["link-corpus", "bioel", "notes/", "out/"], True),
+    (["link-corpus", "bioel", "notes/", "out/", "--kb", "my.bioelkb", "--engine=local"], True),
+    (["link-corpus", "bioel", "notes/", "out/", "--engine", "ray"], False),  # its workers are Ray's
+    (["link-corpus", "training/model-best", "notes/", "out/"], False),
+    (["visualize", "bioel", "--html", "links.html"], True),
+    (["visualize", "bioel"], False),  # the streamlit page is a process of its own
     ([], False),
 ])
-def test_only_the_default_link_serves_without_torch(args, expected):
+def test_only_the_default_pipeline_serves_without_torch(args, expected):
     assert serves_without_torch(args) is expected
 
 

@@ -37,6 +37,11 @@ class _CurrentStderrHandler(logging.StreamHandler):
         pass
 
 
+# the name that stands for the default pipeline (the shipped NER and the untrained linker)
+# where a command takes a pipeline: `link --linker`, `link-corpus PIPELINE`, `visualize PIPELINE`
+DEFAULT_PIPELINE = "bioel"
+
+
 def setup_logging(verbose: bool = False) -> None:
     """Log spacy-bioel's own messages (INFO, or DEBUG with --verbose) to stderr;
     other libraries keep their own settings."""

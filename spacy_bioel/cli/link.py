@@ -7,7 +7,7 @@ import typer
 from ..errors import BioELError, Errors
 from ..kb.embedded import EMBEDDED_KBS
 from ..pipeline.text import parse_bracketed, preview
-from ._app import app, setup_logging
+from ._app import DEFAULT_PIPELINE, app, setup_logging
 
 SAMPLE_TEXT = (
     "Germline mutations of the APC gene cause familial adenomatous polyposis (FAP), "
@@ -20,7 +20,7 @@ DEFAULT_KB_HANDLE = "embedded:doid"  # shown in --help, resolved by KnowledgeBas
 
 
 # the --linker values that name no saved pipeline
-BUILT_IN = ("bioel", "exact", "tfidf")
+BUILT_IN = (DEFAULT_PIPELINE, "exact", "tfidf")
 
 
 @app.command("link")

@@ -10,19 +10,19 @@ from typing import List, Optional, Tuple
 
 import typer
 
-from ._app import app, setup_logging, write_json
+from ._app import DEFAULT_PIPELINE, app, setup_logging, write_json
 
 logger = logging.getLogger(__name__)
 
 
 @app.command("link-corpus")
 def link_corpus(
-    pipeline: str = typer.Argument(..., help="A saved pipeline with a bioel_linker (or an installed package name)"),
+    pipeline: str = typer.Argument(..., help="A saved pipeline with a bioel_linker, an installed package name, or bioel: the default pipeline (the shipped disease NER and the untrained linker over --kb), built into the cache on first use"),
     input_path: str = typer.Argument(..., help="A shard file, a folder of shards or a glob: JSONL, PubTator, DocBin"),
     output_dir: Path = typer.Argument(..., help="A new or empty folder for the part-*.jsonl files (or an earlier run's, with --overwrite)"),
     engine: str = typer.Option("local", "--engine", help="local (this process) | ray (an actor pool on Ray Data)"),
     num_workers: int = typer.Option(2, "--num-workers", help="ray: actors, each loading the pipeline once"),
-    threads: int = typer.Option(1, "--threads", help="Threads per worker (torch, BLAS, FAISS); 0: leave as is"),
+    threads: Optional[int] = typer.Option(None, "--threads", help="Threads per worker (ONNX Runtime, torch, BLAS, FAISS); 0: leave as is. Default: 0 on the local engine (its one worker uses the machine's cores), 1 per Ray actor"),
     batch_docs: int = typer.Option(256, "--batch-docs", help="Documents per batch and part file"),
     top: int = typer.Option(5, "--top", help="Candidates kept per mention"),
     chunk_mb: float = typer.Option(8.0, "--chunk-mb", help="ray: read tasks of this many MB per uncompressed JSONL shard (0: one per shard)"),
@@ -30,14 +30,18 @@ def link_corpus(
     verify: bool = typer.Option(True, "--verify/--no-verify", help="Count input and output documents and mentions by id (a second read of the input)"),
     strict: bool = typer.Option(False, "--strict", help="Stop at a mention that cannot be placed in its text (outside it, empty, overlapping another) instead of skipping and counting it"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the part files of an earlier run in OUTPUT, once this run has finished and verified (nothing else in OUTPUT is touched)"),
+    kb_path: Optional[str] = typer.Option(None, "--kb", help="bioel: the KB file, or embedded:doid (the Disease Ontology KB shipped in the package; the default)"),
+    id_space: str = typer.Option("", "--id-space", help="Write ids in this vocabulary of the KB's cross-references (UMLS, MESH, OMIM, ICD10CM, NCI, ...): NIL for a concept without one; candidates keep the KB's ids"),
     report: Optional[Path] = typer.Option(None, "--report", help="Counts and timing as JSON (outside OUTPUT; never an input or the pipeline)"),
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:
     """Link every document of INPUT's shards with PIPELINE and write OUTPUT/part-*.jsonl
     (per document: id, text and each mention's concept id or NIL, probability, NIL
     score and top candidates, and the input mentions that could not be placed). Mentions
-    come from the shards (JSONL "entities", PubTator annotations, DocBin ents) or, where a
-    JSONL line has no "entities", from the pipeline's own NER. --engine ray runs an actor
+    come from the shards (JSONL "entities", PubTator annotations, DocBin ents) or from the
+    pipeline's own NER: where a JSONL line has no "entities", in a PubTator file without
+    mention lines, and in a plain .txt file (one document, its id the file's name).
+    PIPELINE bioel is the default pipeline, as `link` runs it. --engine ray runs an actor
     pool that survives killed workers; with --verify the output is checked to hold every
     input document and mention once. OUTPUT must be new, empty or an earlier run's
     (link-corpus marks the folders it writes); with --overwrite the new parts are
@@ -53,7 +57,8 @@ def link_corpus(
         raise BioELError(Errors.E175.format(name="--engine", value=repr(engine),
                                             expected="'local' or 'ray'"))
     num_workers = as_int("--num-workers", num_workers, 1, 1024)
-    threads = as_int("--threads", threads, 0, 1024)
+    # the local engine's one worker uses the cores; Ray's actors one each (--num-workers of them)
+    threads = (0 if engine == "local" else 1) if threads is None else as_int("--threads", threads, 0, 1024)
     batch_docs = as_int("--batch-docs", batch_docs, 1, 10 ** 6)
     top = as_int("--top", top, 0, 10 ** 4)
     chunk_mb = as_float("--chunk-mb", chunk_mb, 0.0, 10.0 ** 6)
@@ -61,20 +66,30 @@ def link_corpus(
     from ..pipeline.loading import locate_pipeline
 
     shards = list_shards([input_path])
-    pipeline = locate_pipeline(pipeline)
-    old, target = claim_output(shards, input_path, pipeline, output_dir, report, overwrite)
+    if pipeline == DEFAULT_PIPELINE:
+        from ..pipeline.embedded_default import default_pipeline_folder
+        from .link import DEFAULT_KB_HANDLE
+
+        pipeline = str(default_pipeline_folder(kb_path or DEFAULT_KB_HANDLE, command=COMMAND))
+    elif kb_path is not None:
+        raise BioELError(Errors.E262.format(option="--kb", pipeline=pipeline))
+    else:
+        pipeline = locate_pipeline(pipeline)
+    old, target = claim_output(shards, input_path, pipeline, output_dir, report, overwrite,
+                               kb=kb_path)
     logger.info("Linking %d shard(s) with %s on the %s engine", len(shards), pipeline, engine)
     if engine == "local":
         from ..corpus_linking.local import link_local
 
         result = link_local(shards, pipeline, target, batch_docs=batch_docs, top=top,
-                            threads=threads, strict=strict)
+                            threads=threads, strict=strict, id_space=id_space)
     else:
         from ..corpus_linking.ray_engine import link_ray
 
         result = link_ray(shards, pipeline, target, num_workers=num_workers,
                           batch_docs=batch_docs, top=top, threads_per_worker=max(1, threads),
-                          address=address, chunk_bytes=int(chunk_mb * 2 ** 20), strict=strict)
+                          address=address, chunk_bytes=int(chunk_mb * 2 ** 20), strict=strict,
+                          id_space=id_space)
     result.update(shards=len(shards), pipeline=pipeline, output=str(output_dir))
     result["docs_per_second"] = round(result["documents"] / max(result["seconds"], 1e-9), 1)
     if result["skipped_mentions"]:
@@ -116,10 +131,12 @@ STAGING = ".staging"
 
 
 def claim_output(shards: List[Path], input_path: str, pipeline: str, output_dir: Path,
-                 report: Optional[Path], overwrite: bool) -> Tuple[List[Path], Path]:
+                 report: Optional[Path], overwrite: bool, kb: Optional[str] = None
+                 ) -> Tuple[List[Path], Path]:
     """Check every path the run writes before any work (`outputs`): the output folder
     is new, empty or an earlier run's (E246), and neither it nor the report is an
-    input, the pipeline or the working directory (E245); E205 when it holds an earlier
+    input, the pipeline, the KB file `kb` (the default pipeline's) or the working
+    directory (E245); E205 when it holds an earlier
     run's parts and not `overwrite`. Claims the folder (and, to overwrite, a staging
     folder inside it, an abandoned one removed first).
     RETURNS (Tuple[List[Path], Path]): the earlier run's part files and the folder
@@ -132,6 +149,8 @@ def claim_output(shards: List[Path], input_path: str, pipeline: str, output_dir:
         protected.append(Protected("the input folder", Path(input_path)))
     if Path(pipeline).exists():
         protected.append(Protected("the pipeline", Path(pipeline), inside=True))
+    if kb is not None and Path(kb).exists():
+        protected.append(Protected("the KB", Path(kb)))
     protected.append(working_directory())
     if report is not None:
         check_target(f"{COMMAND} --report", report, protected + [

@@ -9,14 +9,14 @@ from typing import List, Optional
 
 import typer
 
-from ._app import app, setup_logging
+from ._app import DEFAULT_PIPELINE, app, setup_logging
 
 logger = logging.getLogger(__name__)
 
 
 @app.command("visualize")
 def visualize(
-    pipeline: Path = typer.Argument(..., help="A saved pipeline with a bioel_linker"),
+    pipeline: str = typer.Argument(..., help="A saved pipeline with a bioel_linker, or bioel: the default pipeline (the shipped disease NER and the untrained linker over --kb), built into the cache on first use"),
     html_path: Optional[Path] = typer.Option(None, "--html", help="Write a static page of --text / --input here instead of serving one"),
     text: Optional[str] = typer.Option(None, "--text", help="Text to show (mentions in [brackets], or found by the pipeline's NER)"),
     input_path: Optional[Path] = typer.Option(None, "--input", help="--html: a DocBin (.spacy) whose gold mentions are linked (first --limit docs)"),
@@ -24,6 +24,7 @@ def visualize(
     top: int = typer.Option(5, "--top", help="Candidates shown per mention"),
     urls: List[str] = typer.Option([], "--url", help="PREFIX=TEMPLATE concept URL ({id}: local part, {curie}: whole id), repeatable"),
     port: int = typer.Option(8501, "--port", help="Port of the streamlit page"),
+    kb_path: Optional[str] = typer.Option(None, "--kb", help="bioel: the KB file, or embedded:doid (the Disease Ontology KB shipped in the package; the default)"),
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:
     """Look at links. Without --html, serve a streamlit page (the `viz` extra)
@@ -38,6 +39,16 @@ def visualize(
 
     setup_logging(verbose)
     templates = parse_url_options(urls)  # a bad --url fails here, before a server starts
+    name = pipeline  # as the user named it (the page's title)
+    if pipeline == DEFAULT_PIPELINE:
+        from ..pipeline.embedded_default import default_pipeline_folder
+        from .link import DEFAULT_KB_HANDLE
+
+        pipeline = str(default_pipeline_folder(kb_path or DEFAULT_KB_HANDLE, command="visualize"))
+    elif kb_path is not None:
+        from ..errors import BioELError, Errors
+
+        raise BioELError(Errors.E262.format(option="--kb", pipeline=pipeline))
     if html_path is None:
         try:
             import streamlit  # noqa: F401
@@ -72,7 +83,7 @@ def visualize(
         docs = [link_text(nlp, text or SAMPLE)]
     html_path.parent.mkdir(parents=True, exist_ok=True)
     html_path.write_text(render_html(docs, linker.kb, linker.cfg, top, templates,
-                                     title=f"spacy-bioel links: {pipeline}"), encoding="utf-8")
+                                     title=f"spacy-bioel links: {name}"), encoding="utf-8")
     from ..pipeline.mentions import mention_spans
 
     n = sum(len(mention_spans(d, linker.cfg["spans_key"])) for d in docs)

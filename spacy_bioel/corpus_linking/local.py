@@ -25,11 +25,13 @@ def batches(shards: Sequence[Path], size: int) -> Iterator[List[Record]]:
 
 
 def link_local(shards: Sequence[Path], pipeline: str, output_dir: Path, *, batch_docs: int = 256,
-               top: int = 5, threads: int = 0, strict: bool = False) -> Dict[str, Any]:
+               top: int = 5, threads: int = 0, strict: bool = False,
+               id_space: str = "") -> Dict[str, Any]:
     """Link every shard in this process; RETURNS documents, mentions, skipped
     mentions (in all and per shard), parts, seconds."""
     started = time.perf_counter()
-    worker = LinkWorker(pipeline, str(output_dir), top=top, threads=threads, strict=strict)
+    worker = LinkWorker(pipeline, str(output_dir), top=top, threads=threads, strict=strict,
+                        id_space=id_space)
     loaded = time.perf_counter()
     summaries = []
     with progress_bar(desc="Linking documents", unit=" docs") as bar:

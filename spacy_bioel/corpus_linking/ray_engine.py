@@ -47,10 +47,11 @@ class _RayLinker:
     """One actor of the pool: a LinkWorker over batches of Ray Data rows."""
 
     def __init__(self, pipeline: str, output_dir: str, top: int, threads: int,
-                 strict: bool = False) -> None:
+                 strict: bool = False, id_space: str = "") -> None:
         from .worker import LinkWorker
 
-        self.worker = LinkWorker(pipeline, output_dir, top=top, threads=threads, strict=strict)
+        self.worker = LinkWorker(pipeline, output_dir, top=top, threads=threads, strict=strict,
+                                 id_space=id_space)
 
     def __call__(self, batch: Dict[str, Any]) -> Dict[str, Any]:
         import json
@@ -67,7 +68,7 @@ class _RayLinker:
 def link_ray(shards: Sequence[Path], pipeline: str, output_dir: Path, *, num_workers: int = 2,
              batch_docs: int = 256, top: int = 5, threads_per_worker: int = 1,
              address: Optional[str] = None, chunk_bytes: int = 8 * 2 ** 20,
-             strict: bool = False) -> Dict[str, Any]:
+             strict: bool = False, id_space: str = "") -> Dict[str, Any]:
     """Link every shard on Ray; RETURNS documents, mentions, parts, seconds.
     Work is spread by read task: one per shard, or per `chunk_bytes` of an
     uncompressed JSONL shard; many shards (PubMed's baseline comes as 1,000+
@@ -99,7 +100,7 @@ def link_ray(shards: Sequence[Path], pipeline: str, output_dir: Path, *, num_wor
                         num_cpus=threads_per_worker, batch_format="numpy",
                         fn_constructor_kwargs={"pipeline": pipeline, "output_dir": str(output_dir),
                                                "top": top, "threads": threads_per_worker,
-                                               "strict": strict})
+                                               "strict": strict, "id_space": id_space})
     try:
         summaries = ds.take_all()
     except Exception as err:  # Ray wraps a worker's error in its own types and a traceback

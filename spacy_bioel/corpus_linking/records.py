@@ -16,7 +16,12 @@ Shard formats:
   checked against the document's text at its offsets);
 - PubTator (`.txt`, `.pubtator`, `.gz` of these): titles, abstracts and the
   mention lines (their concept ids are ignored; their text is checked against the
-  document's at their offsets, as `convert pubtator` checks it);
+  document's at their offsets, as `convert pubtator` checks it). A shard with no
+  mention line at all is raw text: the pipeline's NER finds its mentions (one
+  document of a shard that has mention lines and none of its own has no mentions);
+- plain text (`.txt` whose first line that is not blank is no PubTator title or
+  abstract line, `ID|t|...`): the whole file is one document, its id the file's
+  name, its mentions found by the pipeline's NER;
 - DocBin (`.spacy`): each Doc's text, ents (and the converters' overlapping
   mentions) and span groups; id from the converter's `doc.user_data` id where it
   stored one, else `<file>:<n>`.
@@ -35,6 +40,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -50,6 +56,8 @@ Record = Dict[str, Any]
 
 
 def shard_format(path: Path) -> str:
+    """'jsonl', 'pubtator' (PubTator or plain text: `pubtator_or_text`) or
+    'docbin' by the file's name; E201 for another."""
     name = path.name.lower()
     if name.endswith(".gz"):
         name = name[:-3]
@@ -208,6 +216,29 @@ def shard_chunks(path: Union[str, Path], chunk_bytes: int = 0) -> List[Tuple[str
     return [(str(path), a, b) for a, b in zip(starts, starts[1:] + [None])]
 
 
+# a PubTator title or abstract line: "ID|t|..." or "ID|a|..."
+PUBTATOR_TEXT_LINE = re.compile(r"^[^|\t]*\|[ta]\|")
+
+
+def pubtator_or_text(path: Path) -> Tuple[str, bool]:
+    """How a shard of PubTator's names is read: ('text', False) when its first
+    line that is not blank is no PubTator title or abstract line (a plain text
+    document), else ('pubtator', whether any line is a mention: six or seven
+    tab-separated fields). Reads up to the first mention line."""
+    from ..kb.io import iter_lines
+
+    first = True
+    for _, line in iter_lines(path):
+        if not line.strip():
+            continue
+        if first and not PUBTATOR_TEXT_LINE.match(line):
+            return "text", False
+        first = False
+        if line.count("\t") in (5, 6):
+            return "pubtator", True
+    return "pubtator", False
+
+
 def _jsonl_lines(path: Path, start: int, stop: Optional[int]) -> Iterator[Tuple[int, bytes]]:
     """(byte offset, line) of the lines that start in [start, stop)."""
     if path.name.endswith(".gz"):
@@ -243,11 +274,21 @@ def iter_shard(path: Union[str, Path], nlp=None, start: int = 0,
         if fmt == "jsonl":
             yield from _jsonl_records(path, shard, start, stop)
         elif fmt == "pubtator":
+            kind, annotated = pubtator_or_text(path)
+            if kind == "text":
+                from ..kb.io import read_text
+
+                yield {"id": path.name, "text": _text(read_text(path), str(path)), "ents": None,
+                       "origin": [shard, 0]}
+                return
             from ..corpora.pubtator import read_pubtator
 
             for number, doc in enumerate(read_pubtator(path)):
                 where = f"{path}, document {doc.doc_id}"
                 text = _text(doc.text, where)
+                if not annotated:  # raw text: the pipeline's NER finds the mentions
+                    yield {"id": doc.doc_id, "text": text, "ents": None, "origin": [shard, number]}
+                    continue
                 ents, unplaced, repaired = checked_against_text(
                     text, [(m.start, m.end, m.label, m.text, m.line) for m in doc.mentions], path)
                 record = {"id": doc.doc_id, "text": text, "ents": ents, "origin": [shard, number]}

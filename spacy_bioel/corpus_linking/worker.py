@@ -19,10 +19,12 @@ class LinkWorker:
     bioel_linker; output_dir: where part files go; top: candidates kept per
     mention; threads: torch / BLAS / ONNX Runtime threads of this worker (0: leave as is);
     strict: a mention that cannot be placed in its text is E234 instead of
-    skipped and counted."""
+    skipped and counted; id_space: write each concept id in this vocabulary of
+    the KB's cross-references (the linker's `id_space`; E261 for one the KB has
+    no id in; '': as the pipeline was saved)."""
 
     def __init__(self, pipeline: str, output_dir: str, top: int = 5, threads: int = 0,
-                 batch_size: int = 64, strict: bool = False) -> None:
+                 batch_size: int = 64, strict: bool = False, id_space: str = "") -> None:
         from ..pipeline.loading import find_linker, load_pipeline, mention_finders, mention_targets
 
         self.nlp = load_pipeline(pipeline) if Path(pipeline).exists() else _load_package(pipeline)
@@ -33,6 +35,8 @@ class LinkWorker:
             limit_threads(threads)
             cap_threads(threads)  # ONNX Runtime's pools: the mention tower's, the int8 name scan's
         self.linker = find_linker(self.nlp)
+        if id_space:
+            self.linker.set_option("id_space", id_space)
         self.finds_mentions = bool(mention_finders(self.nlp, self.linker))
         before = self.nlp.pipe_names[:self.nlp.pipe_names.index(self.linker.name)]
         self.writers = [name for name in before if mention_targets(self.nlp, name)]

@@ -70,6 +70,23 @@ def id_of(concept_id: str, xrefs: Sequence[str], space: str) -> Optional[str]:
     return None
 
 
+def check_space(kb, space: str) -> None:
+    """E261 when no concept of `kb` has an id in `space` (`id_in_space`): a
+    misspelt `id_space` would otherwise write every mention as NIL. Stops at the
+    first concept that has one; an empty KB passes."""
+    from ..errors import BioELError, Errors
+
+    for concept in kb:
+        if id_in_space(concept, space) is not None:
+            return
+    if not len(kb):
+        return
+    found = spaces(kb)
+    ranked = sorted(found.items(), key=lambda item: (-item[1], item[0]))[:12]  # most first, then by name
+    listed = ", ".join(f"{name} ({count:,})" for name, count in ranked) or "none"
+    raise BioELError(Errors.E261.format(space=space, kb=kb.name, n=f"{len(kb):,}", spaces=listed))
+
+
 def spaces(concepts: Iterable[Concept]) -> Counter:
     """How many concepts have at least one cross-reference in each space."""
     out: Counter = Counter()
@@ -127,4 +144,4 @@ def gold_coverage(kb, space: str, gold_ids: Sequence[str]) -> Dict[str, object]:
             "share": round(hit / len(ids), 4) if ids else 0.0}
 
 
-__all__ = ["ALIASES", "coverage", "gold_coverage", "reachable", "id_in_space", "id_of", "space_of", "spaces", "split_xref"]
+__all__ = ["ALIASES", "check_space", "coverage", "gold_coverage", "reachable", "id_in_space", "id_of", "space_of", "spaces", "split_xref"]

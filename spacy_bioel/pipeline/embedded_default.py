@@ -153,6 +153,36 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
     return nlp
 
 
+def default_pipeline_folder(kb: Union[KnowledgeBase, str] = "embedded:doid",
+                            encoder: str = DEFAULT_ENCODER, cache: Optional[str] = AUTO_CACHE,
+                            command: str = "this command") -> Path:
+    """The cache entry of `default_pipeline(kb, encoder, cache)` (built and saved
+    first when it is not there): for the doors that load a pipeline
+    from a folder in other processes (`link-corpus`' workers, `visualize`'s page).
+    E263 when no entry could be saved (no cache, a read-only cache without it, a
+    hub encoder, a folder under the key that is not an entry of ours)."""
+    key = pipeline_key(kb, encoder, True)
+    root = cache_folder(cache, "pipelines") if key is not None else None
+    if key is None or root is None:
+        raise BioELError(Errors.E263.format(command=command, problem=(
+            "no pipeline cache" if key is not None else
+            f"the encoder {encoder!r} is not a local folder, so no cache entry is kept")))
+    folder = Path(root) / key
+
+    def ours() -> bool:
+        marker = read_marker(folder) if folder.is_dir() else None
+        return marker is not None and marker.get("command") == ENTRY and marker.get("key") == key
+
+    if ours():  # loaded (and checked) by whoever reads it: not loaded twice here
+        return folder
+    default_pipeline(kb, encoder, cache)  # builds and saves it
+    if not ours():
+        raise BioELError(Errors.E263.format(command=command, problem=(
+            f"{folder} is not its cache entry" if folder.is_dir() else
+            f"{root} holds no entry {key}, and it could not be written there")))
+    return folder
+
+
 def _kb(kb: Union[KnowledgeBase, str, Path]) -> KnowledgeBase:
     return kb if isinstance(kb, KnowledgeBase) else KnowledgeBase.from_disk(kb)
 
@@ -261,5 +291,5 @@ def _save(nlp: Language, folder: Path, key: str) -> None:
             shutil.rmtree(partial, ignore_errors=True)  # this call's own partial folder
 
 
-__all__ = ["default_pipeline", "fast_config", "has_onnx", "pipeline_key",
+__all__ = ["default_pipeline", "default_pipeline_folder", "fast_config", "has_onnx", "pipeline_key",
            "check_ner_source", "load_ner_source", "with_ner", "with_shipped_ner"]

@@ -515,7 +515,8 @@ def test_link_without_brackets_says_how(kb_path):
 def test_link_plain_text_with_the_default(kb_path, tiny_bert_dir):
     """The default pipeline reads plain text: the shipped disease NER finds the
     mentions, the linker links them; with brackets only the bracketed ones link;
-    --id-space writes the cross-referenced id, or NIL without one."""
+    --id-space writes the cross-referenced id, or NIL without one (E261 for a
+    vocabulary no concept of the KB has)."""
     result = ok("link", "Patients with breast cancer and asthma.", "--kb", kb_path,
                 "--encoder", str(tiny_bert_dir))
     assert {row[0] for row in output_rows(result.output) if len(row) == 6} >= {"breast cancer"}
@@ -523,8 +524,11 @@ def test_link_plain_text_with_the_default(kb_path, tiny_bert_dir):
                 "--encoder", str(tiny_bert_dir))
     assert [row[0] for row in output_rows(result.output) if len(row) == 6] == ["breast cancer"]
     result = ok("link", "Patients with [breast cancer].", "--kb", kb_path,
-                "--encoder", str(tiny_bert_dir), "--id-space", "UMLS")
+                "--encoder", str(tiny_bert_dir), "--id-space", "OMIM")  # D000001 has one, not this
     assert [row[1] for row in output_rows(result.output) if len(row) == 6] == ["NIL"]
+    result = CliRunner().invoke(app, ["link", "Patients with [breast cancer].", "--kb", str(kb_path),
+                                      "--encoder", str(tiny_bert_dir), "--id-space", "UMLS"])
+    assert result.exception.code == "E261"  # no concept of this KB has a CUI: not a column of NILs
 
 
 def test_kb_xrefs_reports_coverage(tmp_path):

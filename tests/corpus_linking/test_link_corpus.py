@@ -76,6 +76,72 @@ def test_pubtator_and_docbin_shards(tmp_path):
          "origin": [str((tmp_path / "d.spacy").resolve()), 0]}]
 
 
+def test_plain_text_and_raw_pubtator_are_read_for_the_ner(tmp_path):
+    """A .txt that is no PubTator is one plain text document (id: its name); a
+    PubTator shard without mention lines is raw text: in both the pipeline's NER
+    finds the mentions (ents None). One with mention lines keeps them, and its
+    documents without any have none (ents [])."""
+    (tmp_path / "note.txt").write_text("History of colon cancer.\n\nNow FAP | t | here.\n")
+    assert list(iter_shard(tmp_path / "note.txt")) == [
+        {"id": "note.txt", "text": "History of colon cancer.\n\nNow FAP | t | here.\n",
+         "ents": None, "origin": [str((tmp_path / "note.txt").resolve()), 0]}]
+    (tmp_path / "raw.pubtator").write_text("1|t|Colon cancer.\n1|a|And FAP.\n\n2|t|Asthma.\n2|a|Rare.\n")
+    assert [(r["id"], r["text"], r["ents"]) for r in iter_shard(tmp_path / "raw.pubtator")] == [
+        ("1", "Colon cancer. And FAP.", None), ("2", "Asthma. Rare.", None)]
+    (tmp_path / "mixed.txt").write_text("1|t|Colon cancer.\n1|a|And FAP.\n\n2|t|Asthma.\n2|a|Rare.\n"
+                                        "2\t0\t6\tAsthma\tDisease\tD3\n")
+    assert [(r["id"], r["ents"]) for r in iter_shard(tmp_path / "mixed.txt")] == [
+        ("1", []), ("2", [[0, 6, "Disease"]])]
+    (tmp_path / "broken.txt").write_text("1|t|Colon cancer.\n1|x|oops\n")  # still PubTator: named
+    with pytest.raises(Exception, match="E050.*broken.txt, line 2"):
+        list(iter_shard(tmp_path / "broken.txt"))
+
+
+def test_ids_in_another_vocabulary(tmp_path, tiny_bert_dir):
+    """--id-space writes each concept id in that vocabulary (the candidates keep
+    the KB's); one that no concept of the KB has is E261 before any output."""
+    names = [("MESH:D1", "colorectal carcinoma"), ("MESH:D2", "myocardial infarction")]
+    path = save_linker_pipeline(tmp_path / "p", tiny_bert_dir, names, patterns=MENTIONS[:2])
+    (tmp_path / "in").mkdir()
+    write_jsonl(tmp_path / "in" / "a.jsonl", 2)
+    run(path, tmp_path / "in", tmp_path / "out", "--id-space", "msh")
+    ents = [e for r in read_outputs(tmp_path / "out") for e in r["entities"]]
+    assert len(ents) == 2 and all(e["kb_id"] in ("D1", "D2") for e in ents)
+    assert all(c.startswith("MESH:") for e in ents for c, _ in e["candidates"])
+    result = CliRunner().invoke(app, ["link-corpus", str(path), str(tmp_path / "in"),
+                                      str(tmp_path / "out2"), "--id-space", "UMLS"])
+    assert result.exception.code == "E261" and not list((tmp_path / "out2").glob("part-*"))
+    result = CliRunner().invoke(app, ["link-corpus", str(path), str(tmp_path / "in"),
+                                      str(tmp_path / "out3"), "--kb", "embedded:doid"])
+    assert result.exception.code == "E262"  # --kb is the default pipeline's
+
+
+def test_the_default_pipeline_links_a_folder_of_plain_text(tmp_path):
+    """PIPELINE bioel: the default pipeline (the shipped NER and the untrained
+    linker over --kb), built into the cache once and loaded by the worker."""
+    from spacy_bioel import Concept, KnowledgeBase
+
+    kb = KnowledgeBase(name="toy")
+    for cid, name in NAMES:
+        kb.add(Concept(cid, name))
+    kb.to_disk(tmp_path / "toy.bioelkb")
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text("A patient with colorectal carcinoma and hepatoblastoma.\n")
+    (tmp_path / "in" / "b.pubtator").write_text("7|t|Myocardial infarction.\n7|a|It was fatal.\n")
+    result = run("bioel", tmp_path / "in", tmp_path / "out", "--kb", tmp_path / "toy.bioelkb")
+    assert "2 in, 2 out, 0 lost" in result.output
+    records = {r["id"]: r for r in read_outputs(tmp_path / "out")}
+    found = {r_id: {(e["text"], e["kb_id"]) for e in r["entities"]} for r_id, r in records.items()}
+    assert ("colorectal carcinoma", "D1") in found["a.txt"] and ("hepatoblastoma", "D3") in found["a.txt"]
+    assert ("Myocardial infarction", "D2") in found["7"]
+    assert {r["mentions_from"] for r in records.values()} == {"ner"}
+    kept = (tmp_path / "toy.bioelkb").read_bytes()
+    result = CliRunner().invoke(app, ["link-corpus", "bioel", str(tmp_path / "in"), str(tmp_path / "o2"),
+                                      "--kb", str(tmp_path / "toy.bioelkb"),
+                                      "--report", str(tmp_path / "toy.bioelkb")])
+    assert result.exception.code == "E245" and (tmp_path / "toy.bioelkb").read_bytes() == kept
+
+
 def test_bad_input_is_named(tmp_path, pipeline_dir):
     (tmp_path / "bad.jsonl").write_text('{"text": "fine"}\n{"txt": "no text"}\n')
     result = CliRunner().invoke(app, ["link-corpus", str(pipeline_dir), str(tmp_path / "bad.jsonl"),

@@ -209,6 +209,29 @@ def test_plain_text_in_linked_concepts_out(tiny_bert_dir):
         pipeline_key(toy_kb(), str(tiny_bert_dir), ner=False)
 
 
+def test_the_folder_of_the_default_for_doors_that_load_by_path(tiny_bert_dir, monkeypatch):
+    """`default_pipeline_folder` (link-corpus and visualize's `bioel`): the cache
+    entry, built once, then returned without building or loading it here; E263
+    where no entry can be kept."""
+    from spacy_bioel.errors import BioELError
+    from spacy_bioel.outputs import read_marker
+    from spacy_bioel.pipeline.embedded_default import default_pipeline_folder
+
+    folder = default_pipeline_folder(toy_kb(), str(tiny_bert_dir))
+    assert folder.name == pipeline_key(toy_kb(), str(tiny_bert_dir))
+    assert read_marker(folder)["key"] == folder.name and (folder / "bioel_linker").is_dir()
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("built or loaded again")
+
+    monkeypatch.setattr(embedded_default, "default_pipeline", no_build)
+    assert default_pipeline_folder(toy_kb(), str(tiny_bert_dir)) == folder
+    with pytest.raises(BioELError, match="E263.*no pipeline cache"):
+        default_pipeline_folder(toy_kb(), str(tiny_bert_dir), cache=None)
+    with pytest.raises(BioELError, match="E263.*not a local folder"):
+        default_pipeline_folder(toy_kb(), "some-org/a-hub-model")
+
+
 def test_the_top_level_import_is_the_same_function():
     import spacy_bioel
 

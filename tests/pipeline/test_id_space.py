@@ -44,3 +44,22 @@ def test_id_space_is_saved_with_the_pipeline(tiny_bert_dir, tmp_path):
     loaded = spacy.load(tmp_path / "p")
     assert loaded.get_pipe("bioel_linker").cfg["id_space"] == "MESH"
     assert loaded(_doc(loaded)).ents[0].kb_id_ == "D015179"
+
+
+def test_an_id_space_no_concept_has_is_an_error_not_all_nil(tiny_bert_dir, tmp_path):
+    """A misspelt id_space (set, or saved in a config) is E261 naming the KB's
+    vocabularies, not every mention written as NIL."""
+    import pytest
+
+    from spacy_bioel.errors import BioELError
+
+    nlp, linker = _nlp(tiny_bert_dir)
+    with pytest.raises(BioELError, match=r"E261.*'MESHX'.*MESH \(1\).*NCI \(1\).*UMLS \(1\)"):
+        linker.set_option("id_space", "MESHX")
+    linker.set_option("id_space", "msh")  # a spelling of MESH: fine
+    assert nlp(_doc(nlp)).ents[0].kb_id_ == "D015179"
+    linker.set_option("id_space", "DOID")  # the KB's own prefix
+    assert nlp(_doc(nlp)).ents[1].kb_id_ == "2841"  # ids in a space are written without its prefix
+    nlp, _ = _nlp(tiny_bert_dir, id_space="OMIM")  # in the config: checked at the first call
+    with pytest.raises(BioELError, match="E261"):
+        nlp(_doc(nlp))
