@@ -25,7 +25,7 @@ BUILT_IN = (DEFAULT_PIPELINE, "exact", "tfidf")
 
 @app.command("link")
 def link(
-    text: str = typer.Argument(SAMPLE_TEXT, help="Plain text (the pipeline's NER finds the mentions: the shipped disease NER by default) or text whose mentions are in [brackets] (then those are linked, and only those)"),
+    text: str = typer.Argument(SAMPLE_TEXT, help="Plain text (the pipeline's NER finds the mentions: the shipped disease NER by default) or text whose mentions are in [brackets] (then those are linked, and only those); - reads it from standard input"),
     kb_path: str = typer.Option(DEFAULT_KB_HANDLE, "--kb", help="KB file, or embedded:doid (the Disease Ontology KB shipped in the package)"),
     label: str = typer.Option("Disease", "--label", help="Entity label of the [bracketed] mentions (as in the corpora and the visualize page)"),
     linker: str = typer.Option("bioel", "--linker", help="bioel (bioel_linker, embedded MiniLM or --encoder) | a trained pipeline directory or installed package | tfidf | exact"),
@@ -51,6 +51,10 @@ def link(
 
     setup_logging(verbose)
     check_label(label)
+    if text == "-":  # e.g. `link - < abstract.txt`: a long text without the shell's quoting
+        import sys
+
+        text = sys.stdin.read()
     _, spans = parse_bracketed(text)
     saved = linker not in BUILT_IN
     if saved:  # a named pipeline must exist (E247): a typo never falls back to the untrained default

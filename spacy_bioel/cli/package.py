@@ -10,7 +10,8 @@ from typing import Dict, List, Optional
 
 import typer
 
-from ._app import app, setup_logging, write_json
+from ..outputs import MARKER
+from ._app import DEFAULT_PIPELINE, app, setup_logging, write_json
 
 logger = logging.getLogger(__name__)
 # the parts of a saved bioel_linker, by file or folder name (everything else: "other")
@@ -64,7 +65,7 @@ def stored_vectors_dtype(pipeline: Path) -> str:
 
 @app.command("package")
 def package(
-    pipeline: Path = typer.Argument(..., help="A saved pipeline with a bioel_linker (e.g. model-best)"),
+    pipeline: str = typer.Argument(..., help="A saved pipeline with a bioel_linker (e.g. model-best), or bioel: the default pipeline (the shipped disease NER and the untrained linker over --kb), built into the cache on first use"),
     output_dir: Path = typer.Argument(..., help="Parent folder of the package (spaCy's layout)"),
     name: str = typer.Option("bioel_linker", "--name", help="Package name (spaCy prefixes the language: en_NAME)"),
     version: str = typer.Option("0.1.0", "--version", help="Package version"),
@@ -74,6 +75,7 @@ def package(
     check_venv: Optional[Path] = typer.Option(None, "--check-venv", help="Install the wheel into a fresh virtual environment here and link offline with it"),
     pre_install: List[str] = typer.Option([], "--pre-install", help="--check-venv: requirements installed first (e.g. torch==2.13.0 for a CPU build), repeatable"),
     bioel_wheel: Optional[Path] = typer.Option(None, "--bioel-wheel", help="--check-venv: a spacy-bioel wheel (default: built from this checkout)"),
+    kb_path: Optional[str] = typer.Option(None, "--kb", help="bioel: the KB file, or embedded:doid (the Disease Ontology KB shipped in the package; the default)"),
     verbose: bool = typer.Option(False, "--verbose", "-V"),
 ) -> None:
     """Build an installable wheel of PIPELINE with spaCy's `package`: the KB,
@@ -95,7 +97,14 @@ def package(
     if vectors_dtype not in (None, "float32", "float16"):
         raise BioELError(Errors.E175.format(name="--vectors-dtype", value=repr(vectors_dtype),
                                             expected="'float32' or 'float16'"))
-    locate_pipeline(pipeline)
+    if pipeline == DEFAULT_PIPELINE:  # the default, as `link` builds it: one default, every door
+        from ..pipeline.embedded_default import default_pipeline_folder
+        from .link import DEFAULT_KB_HANDLE
+
+        pipeline = default_pipeline_folder(kb_path or DEFAULT_KB_HANDLE, command="package")
+    elif kb_path is not None:
+        raise BioELError(Errors.E262.format(option="--kb", pipeline=pipeline))
+    pipeline = Path(locate_pipeline(pipeline))
     check_target("package", output_dir, [Protected("the pipeline", pipeline, inside=True)])
     protect_inputs("package --report", [report, report and report.with_suffix(".md")], [], [pipeline])
     stored = stored_vectors_dtype(pipeline)
@@ -104,6 +113,7 @@ def package(
         # no link out of it, no FIFO (E231, the walker of `load_pipeline`)
         source = Path(tmp) / "source"
         copy_tree(pipeline, source)
+        (source / MARKER).unlink(missing_ok=True)  # a cache entry's marker (`bioel`): not the wheel's
         if vectors_dtype is not None and vectors_dtype != stored:
             def to_dtype(block: Optional[dict]) -> dict:
                 block = dict(block or {"@misc": "spacy-bioel.NameIndex.v2"})

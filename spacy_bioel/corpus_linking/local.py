@@ -12,16 +12,19 @@ from .worker import LinkWorker, summarize
 
 
 def batches(shards: Sequence[Path], size: int) -> Iterator[List[Record]]:
-    """Records of the shards in order, `size` at a time (a batch never spans two shards)."""
+    """Records of the shards in order, `size` at a time. A batch goes on into the
+    next shard, so a folder of many small files (plain text notes, one document
+    each) is linked in full batches and written in few part files; a part's name
+    digests its documents' origins, so the same shards always make the same parts."""
+    batch: List[Record] = []
     for shard in shards:
-        batch: List[Record] = []
         for record in iter_shard(shard):
             batch.append(record)
             if len(batch) == size:
                 yield batch
                 batch = []
-        if batch:
-            yield batch
+    if batch:
+        yield batch
 
 
 def link_local(shards: Sequence[Path], pipeline: str, output_dir: Path, *, batch_docs: int = 256,

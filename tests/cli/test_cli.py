@@ -531,6 +531,15 @@ def test_link_plain_text_with_the_default(kb_path, tiny_bert_dir):
     assert result.exception.code == "E261"  # no concept of this KB has a CUI: not a column of NILs
 
 
+def test_link_reads_the_text_from_standard_input(kb_path, tiny_bert_dir):
+    """`link -` reads TEXT from standard input (a long text without the shell's quoting)."""
+    result = runner.invoke(app, ["link", "-", "--kb", str(kb_path), "--encoder", str(tiny_bert_dir)],
+                           input="Patients with [breast cancer]\nand [hepatoblastoma].\n")
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert [row[0] for row in output_rows(result.output) if len(row) == 6] == ["breast cancer",
+                                                                              "hepatoblastoma"]
+
+
 def test_kb_xrefs_reports_coverage(tmp_path):
     from spacy_bioel import Concept, KnowledgeBase
 

@@ -118,3 +118,35 @@ def test_packaging_reads_the_pipeline_as_loading_does(trained_dir, tmp_path):
     (mine / "thesis.txt").write_text("mine")
     result = CliRunner().invoke(app, ["package", str(pipeline), str(tmp_path / "out")])
     assert result.exception.code == "E246" and (mine / "thesis.txt").read_text() == "mine"
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_the_default_pipeline_packages_as_a_wheel(tmp_path):
+    """`package bioel --kb KB`: the default pipeline `link` builds (the shipped NER,
+    the untrained linker) as a wheel that reads plain text as the default does,
+    without the cache entry's marker."""
+    from spacy_bioel import Concept, KnowledgeBase, default_pipeline
+    from spacy_bioel.outputs import MARKER
+
+    kb = KnowledgeBase(name="toy")
+    for cid, name in [("D1", "colorectal carcinoma"), ("D2", "hepatoblastoma"), ("D3", "asthma")]:
+        kb.add(Concept(cid, name))
+    kb.to_disk(tmp_path / "toy.bioelkb")
+    text = "A patient with colorectal carcinoma and asthma had a hepatoblastoma."
+    want = [(e.text, e.kb_id_) for e in default_pipeline(str(tmp_path / "toy.bioelkb"))(text).ents]
+    assert ("colorectal carcinoma", "D1") in want
+    result = CliRunner().invoke(app, ["package", "bioel", str(tmp_path / "out"), "--name", "toy_default",
+                                      "--version", "0.0.1", "--kb", str(tmp_path / "toy.bioelkb")])
+    assert result.exit_code == 0, (result.output, result.exception)
+    wheel = tmp_path / "out" / "en_toy_default-0.0.1" / "dist" / "en_toy_default-0.0.1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as archive:
+        assert not [n for n in archive.namelist() if n.endswith(MARKER)]
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(target), str(wheel)], check=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), os.environ.get("PYTHONPATH", "")])}
+    code = ("import json, spacy; nlp = spacy.load('en_toy_default'); "
+            f"print(json.dumps([(e.text, e.kb_id_) for e in nlp({text!r}).ents]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [tuple(pair) for pair in json.loads(done.stdout.strip().splitlines()[-1])] == want

@@ -95,6 +95,16 @@ def test_plain_text_and_raw_pubtator_are_read_for_the_ner(tmp_path):
     (tmp_path / "broken.txt").write_text("1|t|Colon cancer.\n1|x|oops\n")  # still PubTator: named
     with pytest.raises(Exception, match="E050.*broken.txt, line 2"):
         list(iter_shard(tmp_path / "broken.txt"))
+    # the file's characters as they are (offsets into the output text are offsets into the
+    # file's), a byte-order mark left out; an empty file is an empty document; bad bytes are named
+    (tmp_path / "crlf.txt").write_bytes(b"\xef\xbb\xbfColon cancer.\r\nAsthma.\r\n")
+    assert [r["text"] for r in iter_shard(tmp_path / "crlf.txt")] == ["Colon cancer.\r\nAsthma.\r\n"]
+    (tmp_path / "empty.txt").write_text("\n\n")
+    assert [(r["id"], r["text"], r["ents"]) for r in iter_shard(tmp_path / "empty.txt")] == [
+        ("empty.txt", "\n\n", None)]
+    (tmp_path / "latin1.txt").write_bytes(b"Colon cancer.\ncaf\xe9 asthma\n")
+    with pytest.raises(Exception, match="E018.*latin1.txt, line 2.*0xe9 at offset 3"):
+        list(iter_shard(tmp_path / "latin1.txt"))
 
 
 def test_ids_in_another_vocabulary(tmp_path, tiny_bert_dir):
