@@ -34,8 +34,9 @@ def _read_shard(row: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
     from .records import iter_shard
 
     for record in iter_shard(row["shard"], start=row["start"], stop=row["stop"]):
-        yield {"id": record["id"], "text": record["text"],
-               "ents": None if record["ents"] is None else json.dumps(record["ents"]),
+        # always a JSON string ("null": the NER finds the mentions): a column of None only
+        # would reach the actors as NaN floats (Ray infers a null column type)
+        yield {"id": record["id"], "text": record["text"], "ents": json.dumps(record["ents"]),
                "extra": json.dumps({k: record[k] for k in EXTRA if record.get(k)}),
                "origin": json.dumps(record["origin"])}
 
@@ -56,7 +57,7 @@ class _RayLinker:
     def __call__(self, batch: Dict[str, Any]) -> Dict[str, Any]:
         import json
 
-        records = [{"id": str(i), "text": str(t), "ents": None if e is None else json.loads(e),
+        records = [{"id": str(i), "text": str(t), "ents": json.loads(e),
                     "origin": json.loads(o), **json.loads(x)}
                    for i, t, e, x, o in zip(batch["id"], batch["text"], batch["ents"],
                                             batch["extra"], batch["origin"])]

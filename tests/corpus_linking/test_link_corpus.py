@@ -246,6 +246,33 @@ def test_ray_engine_equals_local_and_survives_a_killed_worker(tmp_path, pipeline
             assert x["prob"] == pytest.approx(y["prob"], abs=1e-4)
 
 
+def test_ray_links_records_whose_ner_finds_the_mentions(tmp_path, pipeline_dir):
+    """Shards without any given mention (JSONL without "entities", a .txt) on Ray:
+    the NER finds them, as on the local engine (a column of None entities once
+    reached the actors as NaN and failed every batch)."""
+    import logging
+
+    ray = pytest.importorskip("ray", reason="Ray Data (the ray extra)")
+    (tmp_path / "in").mkdir()
+    write_jsonl(tmp_path / "in" / "a.jsonl", 12, with_entities=False)
+    (tmp_path / "in" / "note.txt").write_text("A note on heart attack and hepatoblastoma.\n")
+    run(pipeline_dir, tmp_path / "in", tmp_path / "local", "--batch-docs", "5")
+    ray.init(include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
+    try:
+        result = run(pipeline_dir, tmp_path / "in", tmp_path / "ray", "--engine", "ray",
+                     "--num-workers", "1", "--batch-docs", "5")
+    finally:
+        ray.shutdown()
+    assert "13 in, 13 out, 0 lost, 0 duplicated" in result.output
+
+    def mentions(folder):
+        return {r["id"]: [(e["start"], e["end"], e["kb_id"]) for e in r["entities"]]
+                for r in read_outputs(folder)}
+
+    local = mentions(tmp_path / "local")
+    assert mentions(tmp_path / "ray") == local and len(local["note.txt"]) == 2
+
+
 def test_records_without_entities_need_a_pipeline_with_an_ner(tmp_path, tiny_bert_dir):
     """Text without "entities" and a pipeline without an NER: E198 naming the
     record, not an output with no mentions."""
