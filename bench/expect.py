@@ -85,6 +85,9 @@ def rows(root: Path) -> List[List[str]]:
     default = f["default"]
     ncbi, bc5 = default["corpora"]["ncbi"], default["corpora"]["bc5cdr"]
     later = [c for calls in default["link_calls"]["installs"].values() for c in calls[1:]]
+    headline = _summary(f["add_pipe_ncbi"], "default, base install")["where"]["cpu"]
+    # the default's speed names its CPU where it was measured on another than the headline's
+    elsewhere = f" (on {default['where']['cpu']})" if default["where"]["cpu"] != headline else ""
     return [
         ["`python -m spacy_bioel link TEXT`, `spacy_bioel.default_pipeline()`: the shipped NER, "
          "the untrained linker, the embedded DOID", "plain text",
@@ -92,7 +95,7 @@ def rows(root: Path) -> List[List[str]]:
          f"document F1 in MeSH {_pct(ncbi['default']['documents']['f'])} / "
          f"{_pct(bc5['default']['documents']['f'])}",
          f"{ncbi['docs_per_s']:.1f} / {bc5['docs_per_s']:.1f} docs/s; a later `link` "
-         f"{min(c['seconds'] for c in later):.1f} s",
+         f"{min(c['seconds'] for c in later):.1f} s{elsewhere}",
          f"{max(c['peak_rss_mb'] for c in later):.0f} MB (`link`)"],
         _add_pipe_row(f, "", '`nlp.add_pipe("bioel_linker")` (`configs/linker_cpu.cfg`, untrained) '
                              "over MEDIC, base install"),

@@ -62,9 +62,11 @@ def ceiling(results: Sequence, reachable: Set[str]) -> Dict[str, Any]:
 
 
 def evaluate(corpora: Dict[str, Path], id_space: str = "MESH", n_bootstrap: int = 1000,
-             limit: int = 0, ner: Optional[Path] = None) -> Dict[str, Any]:
+             limit: int = 0, ner: Optional[Path] = None,
+             settings: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """`ner`: a trained NER pipeline in place of the shipped one (same linker and
-    document consistency)."""
+    document consistency); `settings`: linker settings changed from the default
+    (`set_option`; to measure one on dev, paired with the default)."""
     from spacy_bioel.cli import read_docs
     from spacy_bioel.ner.shipped import LABEL, manifest
     from spacy_bioel.pipeline.embedded_default import default_pipeline
@@ -84,6 +86,8 @@ def evaluate(corpora: Dict[str, Path], id_space: str = "MESH", n_bootstrap: int 
     load_seconds = time.perf_counter() - started
     linker = find_linker(nlp)
     linker.set_option("id_space", id_space)
+    for key, value in (settings or {}).items():
+        linker.set_option(key, value)
     kb = linker.kb
     from spacy_bioel.kb.xrefs import reachable as reachable_ids
 
@@ -97,7 +101,7 @@ def evaluate(corpora: Dict[str, Path], id_space: str = "MESH", n_bootstrap: int 
         "load_seconds_in_process": round(load_seconds, 2), "cpu": cpu_name(),
         "where": where("default_pipeline()" if ner is None else
                        f"default_pipeline(ner=False) + the NER of {ner}"), "corpora": {},
-        "bootstrap": n_bootstrap}
+        "bootstrap": n_bootstrap, "settings": dict(settings or {})}
     for name, path in corpora.items():
         gold_docs = read_docs([path])
         gold_docs = gold_docs[:limit] if limit else gold_docs

@@ -261,6 +261,7 @@ def out_of_the_box_command(
     link_calls: int = typer.Option(3, "--calls", min=0, help="Fresh-process `link` calls timed (0: none; the first builds the pipeline)"),
     pythons: List[str] = typer.Option([], "--python", help="Also time the `link` calls with this interpreter (e.g. the base install's, .venv-deploy/bin/python); repeatable"),
     ner: Optional[Path] = typer.Option(None, "--ner", help="A trained NER pipeline in place of the shipped one (read on dev sets to choose it; the `link` calls keep the shipped one)"),
+    settings: List[str] = typer.Option([], "--set", help="A linker setting KEY=VALUE changed from the default (e.g. nil_undefined_abbreviations=false, to measure it on dev), repeatable; the `link` calls keep the default"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """The default pipeline a user gets (shipped NER + untrained linker on the
@@ -274,7 +275,9 @@ def out_of_the_box_command(
     setup_logging(verbose)
     paths = {name: Path(path) for name, path in labelled(corpora, "TEST.spacy", "CORPORA").items()}
     timed = calls(link_calls, pythons) if link_calls else None  # first: on idle cores, before the rest
-    report = evaluate(paths, id_space, n_bootstrap, limit, ner)
+    from spacy_bioel.cli.evaluate import parse_settings
+
+    report = evaluate(paths, id_space, n_bootstrap, limit, ner, parse_settings(settings))
     if timed:
         report["link_calls"] = timed
     write_json(output, report)

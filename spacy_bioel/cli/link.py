@@ -99,6 +99,8 @@ def link(
             nil_rule = "not calibrated since training: NIL only without a candidate; `tune` fits it"
         else:
             nil_rule = "NIL by the pipeline's own rule"
+        if find_linker(pipeline).decider.nils_undefined_abbreviations():
+            nil_rule += "; NIL for an abbreviation the text does not define and no KB name names"
     typer.echo(f"KB: {kb.name} ({len(kb)} concepts); linker: {linker}\n")
     bioel = linker not in ("exact", "tfidf")
     if bioel:

@@ -32,7 +32,8 @@ class Decision:
     probability: the probability that the top candidate is right.
     support: the best cosine among the candidates and the nearest training mention.
     similarity: the cosine of the top candidate's best name (None without one).
-    reason: why no encoder was needed ('exact_shortcut', 'nil_without_alnum'), or None.
+    reason: why no encoder was needed ('exact_shortcut', 'nil_without_alnum'), or a rule
+        that made it NIL after ranking ('nil_undefined_abbreviation'), or None.
     """
 
     candidates: List[Tuple[str, float]]
@@ -81,6 +82,15 @@ def nil_without_alnum() -> Decision:
     return Decision([], 1.0, True, 0.0, -1.0, None, "nil_without_alnum")
 
 
+def nil_undefined_abbreviation(decision: Decision) -> Decision:
+    """`decision` made NIL: an abbreviation its document does not define and no
+    KB name names, linked without training mentions (`nil_undefined_abbreviations`).
+    Its candidates and probability stay as ranked (what the encoder proposed)."""
+    if decision.is_nil:
+        return replace(decision, reason="nil_undefined_abbreviation")
+    return replace(decision, is_nil=True, nil_score=1.0, reason="nil_undefined_abbreviation")
+
+
 def prefers_later(later_support: float, best_support: float) -> bool:
     """Whether a later alternative replaces the best so far (see SUPPORT_TIE)."""
     return later_support >= best_support - SUPPORT_TIE
@@ -120,5 +130,5 @@ def unpack_decision(packed: Tuple[Any, ...]) -> Decision:
     return replace(rest, candidates=candidates)
 
 
-__all__ = ["Decision", "decide_entity", "nil_without_alnum", "prefers_later", "pack_decision",
+__all__ = ["Decision", "decide_entity", "nil_undefined_abbreviation", "nil_without_alnum", "prefers_later", "pack_decision",
            "unpack_decision", "SUPPORT_TIE", "Retrieved"]

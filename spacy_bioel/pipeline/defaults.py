@@ -64,6 +64,7 @@ SETTINGS: Dict[str, Any] = {
     "context_window": 0,
     "abbreviations": True,
     "nil_without_alnum": True,
+    "nil_undefined_abbreviations": True,
     "encode_batch_size": 256,
     "cache_size": 10000,
     "spans_key": None,

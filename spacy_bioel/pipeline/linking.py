@@ -2,6 +2,9 @@
 `retrieve`), in order of cost:
 
 1. a mention with no letter or digit in any script is NIL (`nil_without_alnum`);
+   without training mentions, so is an abbreviation its document does not define
+   and no KB name names (`nil_undefined_abbreviations`; it is still encoded, so
+   its candidates are written);
 2. the `shortcut` stage (an exact KB name of one concept) links without the
    encoder, unless the mention is an abbreviation defined in its document
    (read through its long form);
@@ -24,9 +27,11 @@ from spacy.tokens import Doc, Span
 from ..encoders.thinc_biencoder import is_contextual
 from ..errors import BioELError, Errors, Warnings, warn
 from .cache import LinkCache
-from .decisions import Decision, Retrieved, decide_entity, nil_without_alnum
-from .mentions import (SpanKey, has_alnum, held_out_key, long_forms, mention_alternatives,
-                       mention_input, mention_spans)
+from ..kb.normalize import normalize_text
+from .decisions import (Decision, Retrieved, decide_entity, nil_undefined_abbreviation,
+                        nil_without_alnum)
+from .mentions import (SpanKey, has_alnum, held_out_key, long_forms, looks_like_abbreviation,
+                       mention_alternatives, mention_input, mention_spans)
 from .state import LinkerState
 
 Entity = Tuple[int, Span]  # (doc index, entity)
@@ -143,10 +148,32 @@ class Decider:
                     cache.decisions.put(key, decision)
                     cache.stats["decisions"] += 1
                     cache.stats["decision_hits"] += len(positions) - 1
+        for k in self.undefined_abbreviations(entities, long_forms_at):
+            decisions[k] = nil_undefined_abbreviation(decisions[k])  # type: ignore[arg-type]
         per_doc: List[List[Decision]] = [[] for _ in docs]
         for (i, _), decision in zip(entities, decisions):
             per_doc[i].append(decision)  # type: ignore[arg-type]
         return per_doc
+
+    def nils_undefined_abbreviations(self) -> bool:
+        """Whether `nil_undefined_abbreviations` applies: on, with `abbreviations`
+        and the `shortcut` stage, and no training mentions."""
+        return bool(self.cfg["nil_undefined_abbreviations"] and self.cfg["abbreviations"]
+                    and not self.state.train_mentions and self.shortcut is not None)
+
+    def undefined_abbreviations(self, entities: Sequence[Entity],
+                                long_forms_at: Dict[SpanKey, str]) -> List[int]:
+        """The entities a linker without training mentions calls NIL
+        (`nil_undefined_abbreviations`): each reads as an abbreviation, its
+        document does not define it (with `abbreviations` on) and it is no KB
+        name (the `shortcut` stage's exact names; without that stage, none)."""
+        if not self.nils_undefined_abbreviations():
+            return []
+        names = self.shortcut.exact.lookup
+        return [k for k, (i, ent) in enumerate(entities)
+                if looks_like_abbreviation(ent.text)
+                and (i, ent.start_char, ent.end_char) not in long_forms_at
+                and not names.get(normalize_text(ent.text))]
 
     def decide(self, alternatives: Retrieved) -> Decision:
         if not alternatives:

@@ -3,6 +3,7 @@ group with `spans_key`), mention inputs (with optional context), linkable gold
 mentions, and the long forms of abbreviations defined in the text."""
 from __future__ import annotations
 
+import re
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from spacy.tokens import Doc, Span, SpanGroup
@@ -106,6 +107,17 @@ def training_spans(examples, resolve: Callable[[str], Optional[int]],
         rows[doc_index].append((span.start, span.end) if span is not None and len(span)
                                else (ent.start, ent.end))  # same tokens (gold spans)
     return docs, rows
+
+
+# one word of letters, digits and hyphens with two capitals or more: APC, FAP, DM, SCA1, IgA
+_ABBREVIATION = re.compile(r"^(?=(?:[^A-Z]*[A-Z]){2})[A-Za-z0-9-]{2,10}$")
+
+
+def looks_like_abbreviation(text: str) -> bool:
+    """Whether `text` reads as an abbreviation: one word of 2-10 letters, digits
+    or hyphens, two or more of them capitals ('APC', 'DM', 'SCA1', 'IgA'; not
+    'Asthma', 'colon cancer')."""
+    return bool(_ABBREVIATION.match(text))
 
 
 def long_forms(docs: List[Doc], spans_key: Optional[str] = None) -> Dict[SpanKey, str]:

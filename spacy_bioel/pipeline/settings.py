@@ -19,6 +19,7 @@ CHECKS: Dict[str, Callable[[str, Any], Any]] = {
     "context_window": lambda k, v: as_int(k, v, 0, 10 ** 6),
     "abbreviations": as_bool,
     "nil_without_alnum": as_bool,
+    "nil_undefined_abbreviations": as_bool,
     "encode_batch_size": lambda k, v: as_int(k, v, 1, MAX_BATCH),
     "cache_size": lambda k, v: as_int(k, v, 0, 10 ** 8),
     "spans_key": lambda k, v: as_optional_name(k, v, "the name of a span group (doc.spans[name])"),
@@ -36,6 +37,10 @@ class LinkerSettings(Mapping):
     context_window (int): Tokens of context each side of a mention (0: the span).
     abbreviations (bool): Also score a defined short form through its long form.
     nil_without_alnum (bool): A mention without a letter or digit is NIL, unencoded.
+    nil_undefined_abbreviations (bool): Without training mentions, a mention that
+        reads as an abbreviation (`mentions.looks_like_abbreviation`), that its
+        document does not define and that is no KB name is NIL (its candidates
+        are still written); counted in `linker.counts['nil_undefined_abbreviation']`.
     encode_batch_size (int): Texts per encoder pass at prediction and refresh.
     cache_size (int): Decisions remembered within one call (0: no cache).
     spans_key (Optional[str]): Link `doc.spans[spans_key]` (e.g. a spancat's
@@ -54,6 +59,7 @@ class LinkerSettings(Mapping):
     context_window: int = 0
     abbreviations: bool = True
     nil_without_alnum: bool = True
+    nil_undefined_abbreviations: bool = True
     encode_batch_size: int = 256
     cache_size: int = 10000
     spans_key: Optional[str] = None
