@@ -157,9 +157,10 @@ class Decider:
 
     def nils_undefined_abbreviations(self) -> bool:
         """Whether `nil_undefined_abbreviations` applies: on, with `abbreviations`
-        and the `shortcut` stage, and no training mentions."""
+        and an exact-name `shortcut` stage (`ExactShortcut`), and no training mentions."""
         return bool(self.cfg["nil_undefined_abbreviations"] and self.cfg["abbreviations"]
-                    and not self.state.train_mentions and self.shortcut is not None)
+                    and not self.state.train_mentions
+                    and getattr(self.shortcut, "exact", None) is not None)  # its KB names
 
     def undefined_abbreviations(self, entities: Sequence[Entity],
                                 long_forms_at: Dict[SpanKey, str]) -> List[int]:

@@ -46,6 +46,11 @@ def test_an_undefined_abbreviation_that_is_no_kb_name_is_nil(tiny_bert_dir):
     off = linked(nlp)
     assert not off["APC"][1] and not off["DM"][1] and off["APC"][0] in ("D1", "D2", "D3")
     linker.set_option("nil_undefined_abbreviations", True)
+    shortcut = linker.shortcut
+    linker.set_stage("shortcut", None)  # no exact names to tell a KB name by: the rule stays out
+    assert not linked(nlp)["APC"][1]
+    linker.set_stage("shortcut", shortcut)
+    assert linked(nlp)["APC"][1]
     linker.train_mentions = [("colorectal carcinoma", "D2")]  # a trained linker knows better
     trained = linked(nlp)
     assert not trained["APC"][1] and not trained["DM"][1]
