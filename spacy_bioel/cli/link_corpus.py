@@ -18,7 +18,7 @@ logger = logging.getLogger(__name__)
 @app.command("link-corpus")
 def link_corpus(
     pipeline: str = typer.Argument(..., help="A saved pipeline with a bioel_linker, an installed package name, or bioel: the default pipeline (the shipped disease NER and the untrained linker over --kb), built into the cache on first use"),
-    input_path: str = typer.Argument(..., help="A shard file, a folder of shards or a glob: JSONL, PubTator, DocBin"),
+    input_path: str = typer.Argument(..., help="A shard file, a folder of shards or a glob: JSONL, PubTator, DocBin, plain .txt"),
     output_dir: Path = typer.Argument(..., help="A new or empty folder for the part-*.jsonl files (or an earlier run's, with --overwrite)"),
     engine: str = typer.Option("local", "--engine", help="local (this process) | ray (an actor pool on Ray Data)"),
     num_workers: int = typer.Option(2, "--num-workers", help="ray: actors, each loading the pipeline once"),
@@ -40,7 +40,8 @@ def link_corpus(
     score and top candidates, and the input mentions that could not be placed). Mentions
     come from the shards (JSONL "entities", PubTator annotations, DocBin ents) or from the
     pipeline's own NER: where a JSONL line has no "entities", in a PubTator file without
-    mention lines, and in a plain .txt file (one document, its id the file's name).
+    mention lines, in a DocBin Doc whose entities were never set, and in a plain .txt
+    file (one document, its id the file's name).
     PIPELINE bioel is the default pipeline, as `link` runs it. --engine ray runs an actor
     pool that survives killed workers; with --verify the output is checked to hold every
     input document and mention once. OUTPUT must be new, empty or an earlier run's

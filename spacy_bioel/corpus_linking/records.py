@@ -24,7 +24,9 @@ Shard formats:
   name, its mentions found by the pipeline's NER;
 - DocBin (`.spacy`): each Doc's text, ents (and the converters' overlapping
   mentions) and span groups; id from the converter's `doc.user_data` id where it
-  stored one, else `<file>:<n>`.
+  stored one, else `<file>:<n>`. A Doc whose entity annotation is missing (no
+  token's IOB set: `nlp.make_doc`) and that has no span is raw text for the NER;
+  one whose ents were set, even to none, has the mentions it has.
 An output shard is JSONL, one object per document: the id and text, and per
 mention its offsets, text, label, concept id (or NIL), probability, NIL flag
 and score and the top candidates, and the input mentions that could not be
@@ -363,8 +365,12 @@ def _docbin_records(path: Path, shard: str, nlp=None) -> Iterator[Record]:
         doc_id = doc.user_data.get(DOC_ID_KEY, doc.user_data.get("doc_id", f"{path.name}:{number}"))
         # the converters keep mentions that overlap another out of doc.ents, in a group
         overlaps = list(doc.spans[OVERLAPS_SPANS_KEY]) if OVERLAPS_SPANS_KEY in doc.spans else []
+        # a Doc whose entity annotation is missing (no token's IOB set, as `make_doc` leaves
+        # it) and that has no span is raw text: the pipeline's NER finds its mentions
+        raw = not doc.has_annotation("ENT_IOB") and not any(len(g) for g in doc.spans.values())
         record = {"id": str(doc_id), "text": doc.text,
-                  "ents": [[e.start_char, e.end_char, e.label_] for e in list(doc.ents) + overlaps],
+                  "ents": None if raw else [[e.start_char, e.end_char, e.label_]
+                                            for e in list(doc.ents) + overlaps],
                   "origin": [shard, number]}
         yield _with_extras(record, groups={key: [[s.start_char, s.end_char, s.label_] for s in group]
                                            for key, group in doc.spans.items()

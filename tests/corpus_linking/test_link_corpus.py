@@ -107,6 +107,17 @@ def test_plain_text_and_raw_pubtator_are_read_for_the_ner(tmp_path):
         list(iter_shard(tmp_path / "latin1.txt"))
 
 
+def test_a_docbin_of_raw_docs_is_read_for_the_ner(tmp_path):
+    """A Doc with its entity annotation missing (`make_doc`) is raw text (ents None);
+    one whose ents were set, even to none, keeps them."""
+    nlp = spacy.blank("en")
+    raw = nlp.make_doc("Heart attack here.")
+    none = nlp.make_doc("Nothing here.")
+    none.ents = []
+    DocBin(docs=[raw, none]).to_disk(tmp_path / "d.spacy")
+    assert [r["ents"] for r in iter_shard(tmp_path / "d.spacy")] == [None, []]
+
+
 def test_ids_in_another_vocabulary(tmp_path, tiny_bert_dir):
     """--id-space writes each concept id in that vocabulary (the candidates keep
     the KB's); one that no concept of the KB has is E261 before any output."""
