@@ -23,7 +23,7 @@ import os
 import stat
 import uuid
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterator, Union
+from typing import Callable, Iterable, Iterator, Union
 
 logger = logging.getLogger(__name__)
 
@@ -203,14 +203,18 @@ def check_tree(folder: Union[str, Path]) -> None:
         pass
 
 
-def copy_tree(folder: Union[str, Path], target: Union[str, Path]) -> int:
+def copy_tree(folder: Union[str, Path], target: Union[str, Path], skip: Iterable[str] = ()) -> int:
     """Copy the regular files `tree_files` walks (what loading reads) to the new
-    folder `target`, as regular files; RETURNS how many bytes were copied."""
+    folder `target`, as regular files, except those at the relative paths `skip`;
+    RETURNS how many bytes were copied."""
     import shutil
 
     folder, target = Path(folder), Path(target)
+    skipped = {Path(name) for name in skip}
     copied = 0
     for path in tree_files(folder):
+        if path.relative_to(folder) in skipped:
+            continue
         destination = target / path.relative_to(folder)
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, destination)

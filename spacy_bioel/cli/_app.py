@@ -42,6 +42,24 @@ class _CurrentStderrHandler(logging.StreamHandler):
 DEFAULT_PIPELINE = "bioel"
 
 
+def resolve_pipeline(name: str, kb: Optional[str], command: str) -> str:
+    """PIPELINE as `command` takes it: DEFAULT_PIPELINE is the default pipeline's
+    cache entry (over `kb`, else the embedded DOID; built on its first use:
+    `embedded_default.default_pipeline_folder`); any other name a saved pipeline
+    or an installed package (E247), for which `kb` is E262."""
+    from ..errors import BioELError, Errors
+
+    if name == DEFAULT_PIPELINE:
+        from ..pipeline.embedded_default import default_pipeline_folder
+
+        return str(default_pipeline_folder(**({"kb": kb} if kb else {}), command=command))
+    if kb is not None:
+        raise BioELError(Errors.E262.format(option="--kb", pipeline=name))
+    from ..pipeline.loading import locate_pipeline
+
+    return locate_pipeline(name)
+
+
 def setup_logging(verbose: bool = False) -> None:
     """Log spacy-bioel's own messages (INFO, or DEBUG with --verbose) to stderr;
     other libraries keep their own settings."""

@@ -10,7 +10,7 @@ from typing import List, Optional, Tuple
 
 import typer
 
-from ._app import DEFAULT_PIPELINE, app, setup_logging, write_json
+from ._app import app, resolve_pipeline, setup_logging, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -64,18 +64,9 @@ def link_corpus(
     top = as_int("--top", top, 0, 10 ** 4)
     chunk_mb = as_float("--chunk-mb", chunk_mb, 0.0, 10.0 ** 6)
     from ..corpus_linking.records import list_shards
-    from ..pipeline.loading import locate_pipeline
 
     shards = list_shards([input_path])
-    if pipeline == DEFAULT_PIPELINE:
-        from ..pipeline.embedded_default import default_pipeline_folder
-        from .link import DEFAULT_KB_HANDLE
-
-        pipeline = str(default_pipeline_folder(kb_path or DEFAULT_KB_HANDLE, command=COMMAND))
-    elif kb_path is not None:
-        raise BioELError(Errors.E262.format(option="--kb", pipeline=pipeline))
-    else:
-        pipeline = locate_pipeline(pipeline)
+    pipeline = resolve_pipeline(pipeline, kb_path, COMMAND)
     old, target = claim_output(shards, input_path, pipeline, output_dir, report, overwrite,
                                kb=kb_path)
     logger.info("Linking %d shard(s) with %s on the %s engine", len(shards), pipeline, engine)

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional
 import typer
 
 from ..outputs import MARKER
-from ._app import DEFAULT_PIPELINE, app, setup_logging, write_json
+from ._app import app, resolve_pipeline, setup_logging, write_json
 
 logger = logging.getLogger(__name__)
 # the parts of a saved bioel_linker, by file or folder name (everything else: "other")
@@ -90,21 +90,13 @@ def package(
     from ..errors import BioELError, Errors
     from ..files import copy_tree
     from ..outputs import Protected, check_target, protect_inputs
-    from ..pipeline.loading import locate_pipeline
     from .linker import swap_stage
 
     setup_logging(verbose)
     if vectors_dtype not in (None, "float32", "float16"):
         raise BioELError(Errors.E175.format(name="--vectors-dtype", value=repr(vectors_dtype),
                                             expected="'float32' or 'float16'"))
-    if pipeline == DEFAULT_PIPELINE:  # the default, as `link` builds it: one default, every door
-        from ..pipeline.embedded_default import default_pipeline_folder
-        from .link import DEFAULT_KB_HANDLE
-
-        pipeline = default_pipeline_folder(kb_path or DEFAULT_KB_HANDLE, command="package")
-    elif kb_path is not None:
-        raise BioELError(Errors.E262.format(option="--kb", pipeline=pipeline))
-    pipeline = Path(locate_pipeline(pipeline))
+    pipeline = Path(resolve_pipeline(pipeline, kb_path, "package"))  # `bioel`: the default, as `link` builds it
     check_target("package", output_dir, [Protected("the pipeline", pipeline, inside=True)])
     protect_inputs("package --report", [report, report and report.with_suffix(".md")], [], [pipeline])
     stored = stored_vectors_dtype(pipeline)
@@ -112,8 +104,7 @@ def package(
         # the wheel holds what loading reads, and nothing else: the pipeline's regular files,
         # no link out of it, no FIFO (E231, the walker of `load_pipeline`)
         source = Path(tmp) / "source"
-        copy_tree(pipeline, source)
-        (source / MARKER).unlink(missing_ok=True)  # a cache entry's marker (`bioel`): not the wheel's
+        copy_tree(pipeline, source, skip=[MARKER])  # a cache entry's marker (`bioel`): not the wheel's
         if vectors_dtype is not None and vectors_dtype != stored:
             def to_dtype(block: Optional[dict]) -> dict:
                 block = dict(block or {"@misc": "spacy-bioel.NameIndex.v2"})

@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from ._app import DEFAULT_PIPELINE, app, setup_logging
+from ._app import app, resolve_pipeline, setup_logging
 
 logger = logging.getLogger(__name__)
 
@@ -39,16 +39,7 @@ def visualize(
 
     setup_logging(verbose)
     templates = parse_url_options(urls)  # a bad --url fails here, before a server starts
-    name = pipeline  # as the user named it (the page's title)
-    if pipeline == DEFAULT_PIPELINE:
-        from ..pipeline.embedded_default import default_pipeline_folder
-        from .link import DEFAULT_KB_HANDLE
-
-        pipeline = str(default_pipeline_folder(kb_path or DEFAULT_KB_HANDLE, command="visualize"))
-    elif kb_path is not None:
-        from ..errors import BioELError, Errors
-
-        raise BioELError(Errors.E262.format(option="--kb", pipeline=pipeline))
+    name, pipeline = pipeline, resolve_pipeline(pipeline, kb_path, "visualize")  # name: the page's title
     if html_path is None:
         try:
             import streamlit  # noqa: F401

@@ -241,29 +241,6 @@ def pubtator_or_text(path: Path) -> Tuple[str, bool]:
     return ("text", False) if first else ("pubtator", False)  # empty or blank: an empty document
 
 
-def plain_text(path: Path) -> str:
-    """A plain text document's characters exactly as the file holds them (line
-    endings kept, so that offsets into it are offsets into the file's text):
-    UTF-8, or the encoding of its byte-order mark (which is left out). E019 for
-    NUL bytes in a file without a mark, E018 for bytes that do not decode, each
-    naming the line."""
-    from ..kb.io import detect_bom, open_binary
-
-    with open_binary(path) as stream:
-        raw = stream.read()
-    encoding, skip = detect_bom(raw[:4])
-    body = raw[skip:]
-    if encoding is None and b"\x00" in body:
-        raise BioELError(Errors.E019.format(path=path, line=body[:body.index(b"\x00")].count(b"\n") + 1))
-    try:
-        return body.decode(encoding or "utf-8")
-    except UnicodeDecodeError as err:
-        start = body.rfind(b"\n", 0, err.start) + 1
-        raise BioELError(Errors.E018.format(path=path, line=body[:err.start].count(b"\n") + 1,
-                                            offset=err.start - start, encoding=encoding or "utf-8",
-                                            byte=body[err.start:err.start + 1].hex()))
-
-
 def _jsonl_lines(path: Path, start: int, stop: Optional[int]) -> Iterator[Tuple[int, bytes]]:
     """(byte offset, line) of the lines that start in [start, stop)."""
     if path.name.endswith(".gz"):
@@ -301,7 +278,9 @@ def iter_shard(path: Union[str, Path], nlp=None, start: int = 0,
         elif fmt == "pubtator":
             kind, annotated = pubtator_or_text(path)
             if kind == "text":
-                yield {"id": path.name, "text": _text(plain_text(path), str(path)), "ents": None,
+                from ..kb.io import read_exact_text
+
+                yield {"id": path.name, "text": _text(read_exact_text(path), str(path)), "ents": None,
                        "origin": [shard, 0]}
                 return
             from ..corpora.pubtator import read_pubtator

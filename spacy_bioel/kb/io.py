@@ -164,4 +164,25 @@ def read_text(path: Union[str, Path], encoding: Optional[str] = None) -> str:
     return "".join(line + "\n" for _, line in iter_lines(path, encoding))
 
 
-__all__ = ["check_file", "open_binary", "detect_bom", "iter_lines", "read_text"]
+def read_exact_text(path: Union[str, Path]) -> str:
+    """The file's characters exactly as it holds them (line endings kept, unlike
+    `read_text`, so that offsets into the text are offsets into the file's):
+    UTF-8, or the encoding of its byte-order mark (which is left out). E019 for
+    NUL bytes in a file without a mark, E018 for bytes that do not decode, each
+    naming the line."""
+    with open_binary(path) as stream:
+        raw = stream.read()
+    encoding, skip = detect_bom(raw[:4])
+    body = raw[skip:]
+    if encoding is None and b"\x00" in body:
+        raise BioELError(Errors.E019.format(path=path, line=body[:body.index(b"\x00")].count(b"\n") + 1))
+    try:
+        return body.decode(encoding or "utf-8")
+    except UnicodeDecodeError as err:
+        start = body.rfind(b"\n", 0, err.start) + 1
+        raise BioELError(Errors.E018.format(path=path, line=body[:err.start].count(b"\n") + 1,
+                                            offset=err.start - start, encoding=encoding or "utf-8",
+                                            byte=body[err.start:err.start + 1].hex()))
+
+
+__all__ = ["check_file", "open_binary", "detect_bom", "iter_lines", "read_text", "read_exact_text"]

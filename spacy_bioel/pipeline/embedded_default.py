@@ -124,13 +124,12 @@ def default_pipeline(kb: Union[KnowledgeBase, str] = "embedded:doid",
         return _build(_kb(kb), encoder, fast_config(), ner)
     folder = Path(root) / key
     if folder.is_dir():
-        marker = read_marker(folder)
-        if marker is None or marker.get("command") != ENTRY or marker.get("key") != key:
+        if not _is_entry(folder, key):
             # not an entry this package wrote for this key: never loaded, never deleted
             warn(Warnings.W016.format(path=folder, problem=(
                 f"it is not the cache entry {key} (its {MARKER} names "
-                f"{'another key' if marker else 'none'}); it is left as it is, and the pipeline "
-                "is built in memory")))
+                f"{'another key' if read_marker(folder) else 'none'}); it is left as it is, and "
+                "the pipeline is built in memory")))
             return _build(_kb(kb), encoder, fast_config(), ner)
         try:
             with warnings.catch_warnings():  # an edited config in our own entry is damage
@@ -168,19 +167,20 @@ def default_pipeline_folder(kb: Union[KnowledgeBase, str] = "embedded:doid",
             "no pipeline cache" if key is not None else
             f"the encoder {encoder!r} is not a local folder, so no cache entry is kept")))
     folder = Path(root) / key
-
-    def ours() -> bool:
-        marker = read_marker(folder) if folder.is_dir() else None
-        return marker is not None and marker.get("command") == ENTRY and marker.get("key") == key
-
-    if ours():  # loaded (and checked) by whoever reads it: not loaded twice here
+    if _is_entry(folder, key):  # loaded (and checked) by whoever reads it: not loaded twice here
         return folder
     default_pipeline(kb, encoder, cache)  # builds and saves it
-    if not ours():
+    if not _is_entry(folder, key):
         raise BioELError(Errors.E263.format(command=command, problem=(
             f"{folder} is not its cache entry" if folder.is_dir() else
             f"{root} holds no entry {key}, and it could not be written there")))
     return folder
+
+
+def _is_entry(folder: Path, key: str) -> bool:
+    """Whether `folder` is the cache entry this package wrote for `key` (its marker)."""
+    marker = read_marker(folder) if folder.is_dir() else None
+    return marker is not None and marker.get("command") == ENTRY and marker.get("key") == key
 
 
 def _kb(kb: Union[KnowledgeBase, str, Path]) -> KnowledgeBase:

@@ -62,7 +62,6 @@ class BioELLinker(TrainablePipe):
         self.steps = updates.TrainingState()
         self.timings: Optional[Counter] = None  # seconds per stage once the lab sets a Counter
         self.decider = Decider(self)  # the prediction path, reading the linker's current parts
-        self._checked_space: Optional[Tuple[int, str]] = None  # (id of the KB, id_space) checked
 
     # what the linker knows lives in `state`; these read and write it
     index = property(lambda self: self.state.index, lambda self, v: setattr(self.state, "index", v))
@@ -256,7 +255,6 @@ class BioELLinker(TrainablePipe):
         reason and those `id_space` has no id for. E162: a doc's mentions and
         decisions differ in number."""
         key = self.cfg["spans_key"]
-        self.check_id_space()
         for doc, decisions in zip(docs, predictions):
             spans = mention_spans(doc, key)
             if len(spans) != len(decisions):
@@ -278,19 +276,6 @@ class BioELLinker(TrainablePipe):
         """Set a stage parameter ('nil.threshold', ...) or a setting ('top_k', ...): E172, E175."""
         serialize.set_option(self, key, value)
         self.model_changed()
-        if key == "id_space":
-            self.check_id_space()
-
-    def check_id_space(self) -> None:
-        """E261 when the cfg's `id_space` names a vocabulary that no concept of the
-        KB has an id in (`kb.xrefs.check_space`); checked once per KB and space."""
-        space = self.cfg.get("id_space")
-        if not space or self.kb is None or self._checked_space == (id(self.kb), space):
-            return
-        from ..kb.xrefs import check_space
-
-        check_space(self.kb, space)
-        self._checked_space = (id(self.kb), space)
 
     # ------------------------------------------------------------- serialise
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:

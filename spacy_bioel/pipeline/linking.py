@@ -114,6 +114,7 @@ class Decider:
         """RETURNS (List[List[Decision]]): per doc, the decision of each of its mentions."""
         if is_contextual(self.model):  # the same text reads differently in each context
             cache = None
+        self.state.check_space(self.cfg["id_space"])  # one saved in a config: E261 at the first call
         with self.timed("early"):
             entities, long_forms_at, without_encoder = self.decide_without_encoder(docs)
         decisions: List[Optional[Decision]] = [None] * len(entities)

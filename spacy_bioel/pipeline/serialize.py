@@ -91,8 +91,11 @@ def refresh_cache_key(linker: Saved) -> Optional[str]:
 
 def set_option(linker: Saved, key: str, value: Any) -> None:
     """A checked setting (`settings.CHECKS`) or a stage parameter ('nil.threshold',
-    ...): E172 for an unknown name, E175 for a bad value."""
+    ...): E172 for an unknown name, E175 for a bad value, E261 for an `id_space`
+    the KB has no id in."""
     if key in CHECKS:
+        if key == "id_space":  # E261 before the setting changes
+            linker.state.check_space(CHECKS[key](key, value))
         linker.cfg.set(key, value)
         return
     stage, _, param = key.partition(".")

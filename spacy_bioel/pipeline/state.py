@@ -8,7 +8,7 @@ reads it, training and `refresh` change it. It never imports the component.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -45,6 +45,7 @@ class LinkerState:
         self.datastore_stale = True
         self.train_mentions: List[Tuple[str, str]] = []
         self.train_docs: List[int] = []
+        self.checked_spaces: Set[str] = set()  # id spaces the KB has ids in (`check_space`)
 
     def set_kb(self, kb: KnowledgeBase, names: Optional[NameTable] = None) -> None:
         """Use `kb`: its names go to the index (encoded by the next refresh); E105
@@ -57,6 +58,17 @@ class LinkerState:
         self.concept_index = {cid: i for i, cid in enumerate(names.concept_ids)}
         self.index.set_names(names)
         self.datastore_stale = True
+        self.checked_spaces = set()
+
+    def check_space(self, space: Optional[str]) -> None:
+        """E261 when `space` (a linker's `id_space`) names a vocabulary that no
+        concept of the KB has an id in (`kb.xrefs.check_space`); once per KB and space."""
+        if not space or self.kb is None or space in self.checked_spaces:
+            return
+        from ..kb.xrefs import check_space
+
+        check_space(self.kb, space)
+        self.checked_spaces.add(space)
 
     def resolve(self, concept_id: str) -> Optional[int]:
         """RETURNS (Optional[int]): the index position of a primary or alternate id."""
